@@ -1,0 +1,103 @@
+# ferry — plain Makefile. Targets: all (default), test, demo, install, fuzz, bench, clean.
+# Variables: SANITIZE=address|thread, PREFIX, DESTDIR, CC, NVCC.
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+CC      ?= cc
+CUDA_HOME ?= /usr/local/cuda
+SANITIZE ?=
+
+VERSION := 0.1.0
+SOVERSION := 0
+BUILD   := build
+
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread
+CPPFLAGS += -Iinclude -Isrc
+LDLIBS  += -ldl -lpthread -lm
+
+ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
+CPPFLAGS += -DFERRY_HAVE_CUDA_H -isystem $(CUDA_HOME)/include
+endif
+
+# liburing, linked statically so the binaries run where it is not installed.
+URING_A := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/liburing.a /usr/lib/liburing.a /usr/local/lib/liburing.a))
+ifneq ($(URING_A),)
+ifneq ($(wildcard /usr/include/liburing.h),)
+CPPFLAGS += -DFERRY_HAVE_LIBURING
+URING_LIB := $(URING_A)
+endif
+endif
+
+ifeq ($(SANITIZE),address)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+BUILD   := build-asan
+else ifeq ($(SANITIZE),thread)
+CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=thread
+BUILD   := build-tsan
+else ifneq ($(SANITIZE),)
+$(error SANITIZE must be address or thread)
+endif
+
+LIB_SRCS  := $(sort $(wildcard src/*.c))
+LIB_OBJS  := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
+TEST_SRCS := $(sort $(wildcard tests/test_*.c))
+TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+TEST_COMMON := $(sort $(wildcard tests/common/*.c))
+TOOL_SRCS := $(sort $(wildcard tools/*.c))
+
+.PHONY: all test demo install fuzz bench clean
+all: $(BUILD)/libferry.so $(BUILD)/libferry.a $(BUILD)/ferry $(TEST_BINS) $(BUILD)/ferry.pc
+	@[ "$(BUILD)" = build ] || ln -sfn ../$(BUILD)/ferry build/ferry-$(SANITIZE) 2>/dev/null || true
+
+$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h include/*.h) | $(BUILD)/obj
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(BUILD)/obj $(BUILD)/tests:
+	mkdir -p $@
+
+$(BUILD)/libferry.a: $(LIB_OBJS)
+	rm -f $@; ar rcs $@ $^
+
+$(BUILD)/libferry.so: $(LIB_OBJS) src/ferry.map
+	$(CC) -shared -Wl,-soname,libferry.so.$(SOVERSION) -Wl,--version-script=src/ferry.map \
+		$(LDFLAGS) -o $(BUILD)/libferry.so.$(VERSION) $(LIB_OBJS) $(URING_LIB) $(LDLIBS)
+	ln -sf libferry.so.$(VERSION) $(BUILD)/libferry.so.$(SOVERSION)
+	ln -sf libferry.so.$(VERSION) $@
+
+$(BUILD)/ferry: $(TOOL_SRCS) $(BUILD)/libferry.a $(wildcard tools/*.h)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TOOL_SRCS) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/common/helpers.h $(BUILD)/libferry.a | $(BUILD)/tests
+	$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_COMMON) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
+
+$(BUILD)/ferry.pc: ferry.pc.in Makefile
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+test: all
+	@BUILD=$(BUILD) sh tests/run.sh
+
+demo: all
+	@sh tools/demo.sh $(BUILD)
+
+fuzz:
+	$(MAKE) -f fuzz/Makefile
+
+bench: all
+	@sh bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/ferry.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(BUILD)/libferry.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libferry.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libferry.so.$(SOVERSION)
+	ln -sf libferry.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libferry.so
+	install -m 644 $(BUILD)/libferry.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/ferry $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(BUILD)/ferry.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+
+clean:
+	rm -rf build build-asan build-tsan

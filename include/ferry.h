@@ -1,0 +1,273 @@
+/*
+ * ferry — move tensors stored as NumPy .npy files from storage into GPU memory.
+ *
+ * Every function that can fail returns 0 (or a count) on success and a negative
+ * error code on failure: -errno for system errors, or one of the FERRY_E* codes
+ * below. ferry_strerror() names a code; ferry_last_error() gives the calling
+ * thread's last detailed message, which names the file involved.
+ */
+#ifndef FERRY_H
+#define FERRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define FERRY_API __attribute__((visibility("default")))
+#else
+#define FERRY_API
+#endif
+
+#define FERRY_VERSION_MAJOR 0
+#define FERRY_VERSION_MINOR 1
+#define FERRY_VERSION_PATCH 0
+#define FERRY_VERSION_STRING "0.1.0"
+
+/* ferry's own error codes; functions return them negated. */
+enum {
+	FERRY_EFORMAT = 1000,   /* not a valid .npy file */
+	FERRY_EUNSUPPORTED = 1001, /* valid, but a dtype or feature ferry lacks */
+	FERRY_EDEVICE = 1002,   /* the CUDA driver reported an error */
+	FERRY_ENODEVICE = 1003, /* the requested device is not available */
+	FERRY_ELEASED = 1004,   /* destroyed while staging buffers were still leased */
+	FERRY_ECONFIG = 1005,   /* an option or environment variable is invalid */
+	FERRY_ETRUNCATED = 1006, /* end of file before the expected length */
+	FERRY_EMISMATCH = 1007, /* samples of one batch disagree (dtype or rank) */
+	FERRY_EBOUNDS = 1008,   /* a region of interest is out of bounds */
+	FERRY_ECHANGED = 1009,  /* a file changed while it was being read */
+	FERRY_EIO_BACKEND = 1010, /* the requested IO backend is not available */
+	FERRY_EEND = 1011,      /* no more batches */
+};
+
+/* Element types of .npy arrays ferry loads. */
+enum ferry_dtype {
+	FERRY_DTYPE_INVALID = 0,
+	FERRY_BOOL,
+	FERRY_INT8, FERRY_INT16, FERRY_INT32, FERRY_INT64,
+	FERRY_UINT8, FERRY_UINT16, FERRY_UINT32, FERRY_UINT64,
+	FERRY_FLOAT16, FERRY_FLOAT32, FERRY_FLOAT64,
+	FERRY_COMPLEX64, FERRY_COMPLEX128,
+};
+
+#define FERRY_MAX_DIMS 32
+
+/* Returns the size in bytes of one element of dtype (0 for an invalid dtype). */
+FERRY_API size_t ferry_dtype_size(enum ferry_dtype dtype);
+/* Returns numpy's name for dtype ("float32", "bool", ...), or "invalid". */
+FERRY_API const char *ferry_dtype_name(enum ferry_dtype dtype);
+
+/* ---- Contexts: a device, an IO backend, a staging engine, IO threads ---- */
+
+typedef struct ferry_ctx ferry_ctx;
+
+/* Zero (or NULL) fields take the environment's value, then the default. */
+struct ferry_ctx_options {
+	const char *device;  /* "auto", "cuda", "host"       (FERRY_DEVICE, auto) */
+	int gpu;             /* GPU ordinal, -1: FERRY_GPU, LOCAL_RANK, else 0 */
+	const char *io;      /* "auto", "posix", "uring", "cufile" (FERRY_IO, auto) */
+	size_t chunk_size;   /* staging chunk: power of two, 4 KiB..16 MiB (FERRY_CHUNK_SIZE, 2 MiB) */
+	unsigned max_buffers;  /* staging buffers at most (64) */
+	unsigned threads;    /* IO threads (FERRY_THREADS; default: cores, at most 8) */
+	int direct;          /* 1: O_DIRECT reads, 0: buffered, -1: FERRY_ODIRECT (default 0) */
+};
+
+/* Opens a context. opt may be NULL. Returns 0 or a negative code. */
+FERRY_API int ferry_ctx_create(ferry_ctx **out, const struct ferry_ctx_options *opt);
+/* Waits for outstanding copies and frees the context. Returns 0, or a negative
+ * code when something was left behind (the message says what). */
+FERRY_API int ferry_ctx_destroy(ferry_ctx *ctx);
+/* Writes a multi-line report (device, driver, IO backend and why, chunk size,
+ * threads) into buf. Returns the length it needed, like snprintf. */
+FERRY_API int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len);
+/* Returns "cuda" or "host". */
+FERRY_API const char *ferry_ctx_device_kind(ferry_ctx *ctx);
+/* Returns the IO backend's name ("posix", "uring" or "cufile"). */
+FERRY_API const char *ferry_ctx_io_name(ferry_ctx *ctx);
+
+/* Device memory of the context's device (host memory on the host device). */
+FERRY_API int ferry_device_alloc(ferry_ctx *ctx, size_t len, void **out);
+FERRY_API void ferry_device_free(ferry_ctx *ctx, void *ptr);
+/* Synchronous copies between the device and the host. */
+FERRY_API int ferry_copy_to_host(ferry_ctx *ctx, void *host, const void *device, size_t len);
+FERRY_API int ferry_copy_to_device(ferry_ctx *ctx, void *device, const void *host, size_t len);
+
+/* ---- .npy files ---- */
+
+/* What a .npy header says. Loaded arrays are always C order, native byte order. */
+struct ferry_array_info {
+	enum ferry_dtype dtype;
+	size_t itemsize;
+	int ndim;
+	int64_t shape[FERRY_MAX_DIMS];
+	uint64_t count;        /* elements */
+	uint64_t nbytes;       /* count * itemsize */
+	int fortran_order;     /* the file's order (the loaded array is C order) */
+	int byteswapped;       /* the file's byte order is not the host's */
+	int version_major, version_minor;
+	uint64_t data_offset;  /* where the payload starts in the file */
+};
+
+/* Reads and validates the header of path. No context needed. Returns 0,
+ * -FERRY_EFORMAT or -FERRY_EUNSUPPORTED (the message names the file and the
+ * reason), or -errno. */
+FERRY_API int ferry_info(const char *path, struct ferry_array_info *out);
+
+/* An array in device memory that ferry allocated. */
+typedef struct ferry_array ferry_array;
+
+/* Loads path into new device memory: C order, native byte order. Returns 0
+ * or a negative code with a message naming the file. */
+FERRY_API int ferry_load(ferry_ctx *ctx, const char *path, ferry_array **out);
+FERRY_API void *ferry_array_data(const ferry_array *a);
+FERRY_API const struct ferry_array_info *ferry_array_info(const ferry_array *a);
+FERRY_API void ferry_array_free(ferry_array *a);
+
+/* Loads path into the caller's device buffer dst of dst_len bytes (at least
+ * the array's nbytes, else -ENOSPC). info may be NULL. */
+FERRY_API int ferry_load_into(ferry_ctx *ctx, const char *path, void *dst, size_t dst_len,
+			      struct ferry_array_info *info);
+
+/* Reads len raw bytes of any file, starting at offset, into the device buffer
+ * dst. Returns 0, -FERRY_ETRUNCATED when the file ends first, or -errno. */
+FERRY_API int ferry_read_range(ferry_ctx *ctx, const char *path, uint64_t offset, uint64_t len,
+			       void *dst);
+
+/* Returns a static string naming an error code (never NULL). */
+FERRY_API const char *ferry_strerror(int err);
+
+/* Returns the calling thread's last error message (never NULL; "" if none). */
+FERRY_API const char *ferry_last_error(void);
+
+/* Returns the library version string, e.g. "0.1.0". */
+FERRY_API const char *ferry_version(void);
+
+/* ---- Dataset reader ---- */
+
+/*
+ * A replacement for DALI's fn.readers.numpy(device="gpu"): lists a dataset of
+ * .npy files, shards and (optionally) shuffles it per epoch, and delivers
+ * batches of samples in device memory, loading the next batches in the
+ * background. A zero-initialized config means the defaults.
+ */
+typedef struct ferry_reader ferry_reader;
+typedef struct ferry_batch ferry_batch;
+
+enum ferry_oob_policy {
+	FERRY_OOB_ERROR = 0, /* a region out of bounds is -FERRY_EBOUNDS (default) */
+	FERRY_OOB_PAD,       /* out-of-bounds elements are fill_value */
+	FERRY_OOB_TRIM,      /* the region is trimmed to the array (trim_to_shape) */
+};
+
+enum ferry_on_error {
+	FERRY_ON_ERROR_STOP = 0, /* ferry_reader_next returns the error (default) */
+	FERRY_ON_ERROR_SKIP,     /* the bad file is left out of its batch and counted */
+};
+
+struct ferry_reader_config {
+	/* Sources, one of: root (+ filter), file_list, files. Paths sort by strcmp
+	 * of the path relative to root. */
+	const char *root;        /* dataset directory (also the base of relative paths) */
+	const char *filter;      /* fnmatch pattern on file names, recursive (NULL: "*.npy") */
+	const char *file_list;   /* text file: one path a line, '#' comments, blank lines skipped */
+	const char *const *files; /* explicit paths (relative to root unless absolute) */
+	size_t nfiles;           /* entries in files */
+
+	unsigned batch_size;     /* samples a batch (0: 1) */
+	uint64_t epochs;         /* epochs to read, then -FERRY_EEND (0: forever) */
+
+	/* Shards: shard i of n holds samples [N*i/n, N*(i+1)/n). num_shards <= 0:
+	 * both from WORLD_SIZE and RANK when set, else 1 and 0. shard_id -1: from
+	 * RANK (else 0). */
+	int shard_id;
+	int num_shards;
+	int stick_to_shard;      /* 1: every epoch reads shard_id; 0: epoch e reads (shard_id + e) % n */
+	int pad_last_batch;      /* 1: fill the last batch by repeating the last sample */
+	int random_shuffle;      /* 1: a permutation of the shard per epoch, from (seed, epoch) */
+	uint64_t seed;           /* shuffle seed (0 is a valid seed) */
+
+	unsigned threads;        /* IO threads (0: the context's, i.e. min(8, cores)) */
+	unsigned prefetch_depth; /* batches loading ahead of the caller (0: 2) */
+	int no_header_cache;     /* 1: parse every header on every read (default: cached, checked
+				  * against each file's size and mtime) */
+	enum ferry_on_error on_error;
+
+	/* Region of interest, in C-order coordinates of the array (whatever the
+	 * file's order). roi_nvals values in each array given (NULL: not given);
+	 * roi_axes names the axis of each value (NULL: axes 0..roi_nvals-1). start
+	 * defaults to 0, end to the extent; end and shape exclude each other, as do
+	 * an absolute array and its relative variant. Relative values are fractions
+	 * of the extent, rounded to the nearest integer (end = round(start + shape)). */
+	int roi_nvals;
+	const int64_t *roi_start, *roi_end, *roi_shape;
+	const double *roi_start_rel, *roi_end_rel, *roi_shape_rel;
+	const int *roi_axes;
+	enum ferry_oob_policy out_of_bounds_policy;
+	double fill_value;       /* padding value, converted to the dtype (0) */
+};
+
+/* One sample of a batch. */
+struct ferry_sample {
+	void *data;              /* device memory, C order, native byte order */
+	enum ferry_dtype dtype;
+	int ndim;
+	int64_t shape[FERRY_MAX_DIMS];
+	uint64_t nbytes;
+	const char *path;        /* the source file (valid until the reader closes) */
+	int is_padding;          /* 1: a pad_last_batch repeat (data is the last real sample's) */
+};
+
+struct ferry_epoch_info {
+	uint64_t epoch;          /* the epoch of the batch returned last (0 before any) */
+	uint64_t samples;        /* samples of this shard in the epoch, padding included */
+	uint64_t real_samples;   /* of which are real (not padding) */
+	uint64_t batches;        /* batches in the epoch */
+	int shard_id;            /* the shard this epoch reads */
+};
+
+struct ferry_reader_stats {
+	uint64_t samples;        /* real samples delivered */
+	uint64_t bytes_delivered; /* bytes of those samples */
+	uint64_t bytes_read;     /* bytes requested from storage (aligned, chunked) */
+	uint64_t files_skipped;  /* files left out under FERRY_ON_ERROR_SKIP */
+	uint64_t batches;        /* batches delivered */
+};
+
+/* Lists the dataset and starts loading. Returns 0, -FERRY_ECONFIG (bad option,
+ * no files, fewer files than shards) or another negative code. */
+FERRY_API int ferry_reader_open(ferry_ctx *ctx, const struct ferry_reader_config *cfg,
+				ferry_reader **out);
+/* Gives the next batch, complete on the device. Returns 0, -FERRY_EEND after
+ * the requested epochs, or the error of a file in it (the message names the
+ * file; that batch is dropped and a further call continues with the next). */
+FERRY_API int ferry_reader_next(ferry_reader *r, ferry_batch **out);
+/* Returns the number of samples in the batch, padding included. */
+FERRY_API unsigned ferry_batch_size(const ferry_batch *b);
+/* Describes sample i. Returns 0, or -EINVAL when i is out of range. */
+FERRY_API int ferry_batch_sample(const ferry_batch *b, unsigned i, struct ferry_sample *out);
+/* Gives the batch's epoch and its index in the epoch. Returns 0. */
+FERRY_API int ferry_batch_position(const ferry_batch *b, uint64_t *epoch, uint64_t *index);
+/* Waits on the host until the batch's copies have completed. Returns 0 or a
+ * negative code. */
+FERRY_API int ferry_batch_wait(ferry_batch *b);
+/* Makes the caller's CUDA stream (a CUstream; NULL: the legacy default stream)
+ * wait for the batch. On the host device it waits on the host. Returns 0 or a
+ * negative code. */
+FERRY_API int ferry_batch_stream_wait(ferry_batch *b, void *cuda_stream);
+/* Hands the batch's memory back to the reader for reuse. Returns nothing. */
+FERRY_API void ferry_batch_release(ferry_batch *b);
+/* Describes the epoch of the batch returned last. Returns 0. */
+FERRY_API int ferry_reader_epoch_info(ferry_reader *r, struct ferry_epoch_info *out);
+/* Returns 0 and the reader's counters. */
+FERRY_API int ferry_reader_stats(ferry_reader *r, struct ferry_reader_stats *out);
+/* Waits for the background loads and frees the reader, its batches included
+ * (released or not). Returns 0 or the first error of a background step. */
+FERRY_API int ferry_reader_close(ferry_reader *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

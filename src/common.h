@@ -1,0 +1,34 @@
+/* Helpers every layer uses: error messages, environment parsing, time. */
+#ifndef FERRY_COMMON_H
+#define FERRY_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ferry.h"
+
+#define FERRY__ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Sets the calling thread's last error message (printf-style) and returns err,
+ * so a failure reads: return ferry__fail(-EIO, "%s: read failed", path); */
+int ferry__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Clears the calling thread's last error message. */
+void ferry__clear_error(void);
+
+/* Reads an environment variable as an unsigned integer in [lo, hi]; writes def
+ * when unset or empty. -FERRY_ECONFIG (with a message naming it) when invalid. */
+int ferry__env_uint(const char *name, unsigned long lo, unsigned long hi,
+		    unsigned long def, unsigned long *out);
+/* Parses "123", "64k", "2M", "1G" (binary units) into bytes. -FERRY_ECONFIG when invalid. */
+int ferry__parse_size(const char *text, uint64_t *out);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t ferry__now_ns(void);
+
+/* Page size of this machine. */
+size_t ferry__page_size(void);
+
+/* Aligned host allocation, zeroed; NULL on failure. Free with free(). */
+void *ferry__aligned_alloc(size_t align, size_t len);
+
+#endif

@@ -1,0 +1,175 @@
+/* Contexts: choosing the device, the IO backend and the settings, once. */
+#include "context.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define DEFAULT_MAX_THREADS 8
+
+static int io_init(ferry_ctx *ctx, const struct ferry__io_ops *ops)
+{
+	ctx->io_ops = ops;
+	return ops->init(ctx->dev, &ctx->io);
+}
+
+/*
+ * auto: POSIX reads into pinned host staging, then one host-to-device copy.
+ * On the GPU machine (no nvidia-fs, so cuFile runs in compatibility mode)
+ * that path measured fastest for page-cache and O_DIRECT reads alike; see
+ * bench/results/. uring is chosen only by name.
+ */
+static int choose_io(ferry_ctx *ctx, const char *want)
+{
+	if (!want || !*want)
+		want = getenv("FERRY_IO");
+	if (want && *want && strcmp(want, "auto")) {
+		const struct ferry__io_ops *ops = ferry__io_find(want);
+		if (!ops)
+			return ferry__fail(-FERRY_EIO_BACKEND,
+					   "IO backend '%s' is unknown or not built (expected "
+					   "posix, uring or cufile)",
+					   want);
+		snprintf(ctx->io_reason, sizeof(ctx->io_reason), "asked for by name");
+		return io_init(ctx, ops);
+	}
+	snprintf(ctx->io_reason, sizeof(ctx->io_reason),
+		 "auto: pread into pinned staging + one host-to-device copy measured fastest");
+	return io_init(ctx, &ferry__io_posix);
+}
+
+static int block_added(void *arg, void *base, size_t len)
+{
+	ferry_ctx *ctx = arg;
+	return ctx->io_ops->register_block ? ctx->io_ops->register_block(ctx->io, base, len) : 0;
+}
+
+static void block_removed(void *arg, void *base, size_t len)
+{
+	ferry_ctx *ctx = arg;
+	if (ctx->io_ops->deregister_block)
+		ctx->io_ops->deregister_block(ctx->io, base, len);
+}
+
+static int choose_threads(const struct ferry_ctx_options *opt, unsigned *out)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned long def = cores < 1 ? 1 : cores > DEFAULT_MAX_THREADS ? DEFAULT_MAX_THREADS
+									 : (unsigned long)cores;
+	unsigned long n = opt->threads;
+	int rc = n ? 0 : ferry__env_uint("FERRY_THREADS", 1, 1024, def, &n);
+	*out = (unsigned)n;
+	return rc;
+}
+
+static int choose_direct(const struct ferry_ctx_options *opt, int *out)
+{
+	unsigned long v = opt->direct > 0;
+	int rc = opt->direct < 0 ? ferry__env_uint("FERRY_ODIRECT", 0, 1, 0, &v) : 0;
+	*out = (int)v;
+	return rc;
+}
+
+static int create_staging(ferry_ctx *ctx, const struct ferry_ctx_options *opt)
+{
+	struct ferry__block_hooks blocks = { block_added, block_removed, ctx };
+	struct ferry__staging_config cfg = {
+		.chunk_size = opt->chunk_size,
+		.max_buffers = opt->max_buffers,
+		.placement = ctx->io_ops->placement,
+		.blocks = &blocks,
+	};
+	int rc = ferry__staging_create(ctx->dev, &cfg, &ctx->stg);
+	if (rc < 0)
+		return rc;
+	/* Grow the pool now: allocations can synchronize the device. */
+	return ferry__staging_reserve(ctx->stg, cfg.max_buffers ? cfg.max_buffers : 64);
+}
+
+int ferry_ctx_create(ferry_ctx **out, const struct ferry_ctx_options *opt_in)
+{
+	static const struct ferry_ctx_options env_defaults = { .gpu = -1, .direct = -1 };
+	const struct ferry_ctx_options *opt = opt_in ? opt_in : &env_defaults;
+	ferry_ctx *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return ferry__fail(-ENOMEM, "out of memory");
+	int rc;
+	if ((rc = choose_threads(opt, &ctx->threads)) < 0 ||
+	    (rc = choose_direct(opt, &ctx->direct)) < 0 ||
+	    (rc = ferry__device_open(opt->device, opt->gpu, &ctx->dev)) < 0 ||
+	    (rc = choose_io(ctx, opt->io)) < 0 || (rc = create_staging(ctx, opt)) < 0 ||
+	    (ctx->threads > 1 && (rc = ferry__pool_create(ctx->threads - 1, &ctx->pool)) < 0))
+		goto err;
+	*out = ctx;
+	return 0;
+err:
+	ferry_ctx_destroy(ctx);
+	return rc;
+}
+
+int ferry_ctx_destroy(ferry_ctx *ctx)
+{
+	if (!ctx)
+		return 0;
+	ferry__pool_destroy(ctx->pool);
+	int rc = ferry__staging_destroy(ctx->stg);
+	if (ctx->io)
+		ctx->io_ops->fini(ctx->io);
+	if (ctx->dev)
+		ctx->dev->ops->close(ctx->dev);
+	free(ctx);
+	return rc;
+}
+
+int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
+{
+	char device[256] = "", io[256] = "";
+	ctx->dev->ops->describe(ctx->dev, device, sizeof(device));
+	if (ctx->io_ops->describe)
+		ctx->io_ops->describe(ctx->io, io, sizeof(io));
+	return snprintf(buf, len,
+			"ferry %s\n"
+			"device:  %s\n"
+			"io:      %s%s%s (%s)\n"
+			"staging: %zu KiB chunks, %s memory\n"
+			"threads: %u, O_DIRECT %s\n",
+			ferry_version(), device, ctx->io_ops->name, *io ? ", " : "", io,
+			ctx->io_reason, ferry__staging_chunk_size(ctx->stg) >> 10,
+			ctx->io_ops->placement == FERRY__STAGE_DEVICE ? "device" : "pinned host",
+			ctx->threads, ctx->direct ? "on" : "off");
+}
+
+const char *ferry_ctx_device_kind(ferry_ctx *ctx)
+{
+	return ctx->dev->ops->name;
+}
+
+const char *ferry_ctx_io_name(ferry_ctx *ctx)
+{
+	return ctx->io_ops->name;
+}
+
+int ferry_device_alloc(ferry_ctx *ctx, size_t len, void **out)
+{
+	return ctx->dev->ops->mem_alloc(ctx->dev, len ? len : 1, out);
+}
+
+void ferry_device_free(ferry_ctx *ctx, void *ptr)
+{
+	if (ptr)
+		ctx->dev->ops->mem_free(ctx->dev, ptr);
+}
+
+int ferry_copy_to_host(ferry_ctx *ctx, void *host, const void *device, size_t len)
+{
+	return len ? ctx->dev->ops->copy_sync(ctx->dev, host, device, len, FERRY__D2H) : 0;
+}
+
+int ferry_copy_to_device(ferry_ctx *ctx, void *device, const void *host, size_t len)
+{
+	return len ? ctx->dev->ops->copy_sync(ctx->dev, device, host, len, FERRY__H2D) : 0;
+}

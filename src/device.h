@@ -1,0 +1,110 @@
+/*
+ * The device layer: memory, streams, asynchronous copies, events and test gates.
+ *
+ * Two backends implement one table of operations: CUDA (the driver API loaded
+ * with dlopen at run time) and host (host memory, one worker thread per stream).
+ * The staging engine and everything above it see only this table.
+ *
+ * Unless a comment says otherwise, every operation returns 0 on success or a
+ * negative error code (-errno or FERRY_E*), and may be called from any thread.
+ */
+#ifndef FERRY_DEVICE_H
+#define FERRY_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ferry.h"
+
+struct ferry__stream;
+struct ferry__event;
+struct ferry__gate;
+
+enum ferry__copy_kind {
+	FERRY__H2D, /* host (pinned or pageable) to device */
+	FERRY__D2D, /* device to device */
+	FERRY__D2H, /* device to host */
+};
+
+/* Every backend's device struct starts with this. */
+struct ferry__device {
+	const struct ferry__device_ops *ops;
+};
+
+struct ferry__device_ops {
+	const char *name; /* "cuda" or "host" */
+
+	/* Opens device number ordinal. -FERRY_ENODEVICE when it does not exist. */
+	int (*open)(int ordinal, struct ferry__device **out);
+	void (*close)(struct ferry__device *dev);
+	/* Writes one line describing the device and driver into buf. */
+	int (*describe)(struct ferry__device *dev, char *buf, size_t len);
+
+	/* Device memory (on the host backend: ordinary host memory). */
+	int (*mem_alloc)(struct ferry__device *dev, size_t len, void **out);
+	void (*mem_free)(struct ferry__device *dev, void *ptr);
+	/* Page-aligned pinned host memory, usable for O_DIRECT reads. */
+	int (*pinned_alloc)(struct ferry__device *dev, size_t len, void **out);
+	void (*pinned_free)(struct ferry__device *dev, void *ptr, size_t len);
+
+	int (*stream_create)(struct ferry__device *dev, struct ferry__stream **out);
+	/* Waits for the stream's work, then frees it. */
+	void (*stream_destroy)(struct ferry__device *dev, struct ferry__stream *s);
+	int (*stream_sync)(struct ferry__device *dev, struct ferry__stream *s);
+	/* Makes s wait, without blocking the host, until ev has completed. */
+	int (*stream_wait_event)(struct ferry__device *dev, struct ferry__stream *s,
+				 struct ferry__event *ev);
+
+	/* Queues a copy of len bytes on s; it runs after everything queued before. */
+	int (*copy_async)(struct ferry__device *dev, struct ferry__stream *s, void *dst,
+			  const void *src, size_t len, enum ferry__copy_kind kind);
+	/* Synchronous copy on no particular stream (tests, --dump, --verify). */
+	int (*copy_sync)(struct ferry__device *dev, void *dst, const void *src,
+			 size_t len, enum ferry__copy_kind kind);
+	/* Queues a fill of len bytes of device memory with byte value. */
+	int (*memset_async)(struct ferry__device *dev, struct ferry__stream *s, void *dst,
+			    int byte, size_t len);
+
+	int (*event_create)(struct ferry__device *dev, struct ferry__event **out);
+	void (*event_destroy)(struct ferry__device *dev, struct ferry__event *ev);
+	/* Records ev at the current end of s; a later query reports this record. */
+	int (*event_record)(struct ferry__device *dev, struct ferry__event *ev,
+			    struct ferry__stream *s);
+	/* 0 when complete, -EAGAIN when not yet, another negative code on error. */
+	int (*event_query)(struct ferry__device *dev, struct ferry__event *ev);
+	/* Blocks until ev has completed. */
+	int (*event_sync)(struct ferry__device *dev, struct ferry__event *ev);
+
+	/*
+	 * Test gates. gate_hold queues a point on s that stalls the stream until
+	 * gate_open is called; a gate opens once and is then spent.
+	 */
+	int (*gate_create)(struct ferry__device *dev, struct ferry__gate **out);
+	int (*gate_hold)(struct ferry__device *dev, struct ferry__stream *s,
+			 struct ferry__gate *g);
+	int (*gate_open)(struct ferry__device *dev, struct ferry__gate *g);
+	void (*gate_destroy)(struct ferry__device *dev, struct ferry__gate *g);
+
+	/* Optional (may be NULL): makes the device's context current on the
+	 * calling thread, for libraries such as cuFile that use it implicitly. */
+	int (*make_current)(struct ferry__device *dev);
+};
+
+extern const struct ferry__device_ops ferry__device_host;
+extern const struct ferry__device_ops ferry__device_cuda;
+
+/*
+ * Opens the device FERRY_DEVICE names (auto, cuda or host; auto when unset):
+ * auto takes CUDA when libcuda loads and has a device, else host. The GPU is
+ * FERRY_GPU, else LOCAL_RANK, else 0. Returns 0 or a negative code; on failure
+ * ferry_last_error() says why.
+ */
+int ferry__device_open_env(struct ferry__device **out);
+/* The same with the choice given: name NULL reads FERRY_DEVICE, ordinal -1
+ * reads FERRY_GPU / LOCAL_RANK. */
+int ferry__device_open(const char *name, int ordinal, struct ferry__device **out);
+
+/* The table named name ("cuda" or "host"), or NULL. */
+const struct ferry__device_ops *ferry__device_find(const char *name);
+
+#endif

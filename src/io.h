@@ -1,0 +1,77 @@
+/*
+ * Storage IO backends: open a file, read aligned byte ranges into staging.
+ *
+ * posix and uring read into pinned host staging (the copy to the device is
+ * host-to-device); cufile reads into device staging registered with
+ * cuFileBufRegister (the copy is device-to-device). Every function returns 0
+ * (or a byte count) on success, a negative code on failure, and sets
+ * ferry_last_error() to a message naming the file.
+ */
+#ifndef FERRY_IO_H
+#define FERRY_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "device.h"
+#include "staging.h"
+
+struct ferry__io;  /* a backend's state, one per context */
+
+struct ferry__file {
+	const char *path;   /* as given by the caller (owned by the file) */
+	int fd;             /* the descriptor reads use */
+	int direct;         /* opened with O_DIRECT */
+	uint64_t size;      /* file size at open */
+	int64_t mtime_ns;   /* modification time at open */
+	void *backend;      /* backend-private (cuFile handle) */
+};
+
+/* One read of a batch: len bytes at offset into dst. result: bytes read, or a
+ * negative code. */
+struct ferry__io_req {
+	void *dst;
+	size_t len;
+	uint64_t offset;
+	ssize_t result;
+};
+
+enum { FERRY__IO_DIRECT = 1 };
+
+struct ferry__io_ops {
+	const char *name;                 /* "posix", "uring", "cufile" */
+	enum ferry__placement placement;  /* where its reads land */
+
+	/* Probes and sets up the backend for dev; -FERRY_EIO_BACKEND when absent. */
+	int (*init)(struct ferry__device *dev, struct ferry__io **out);
+	void (*fini)(struct ferry__io *io);
+	/* One line: the mode (cuFile: "direct GDS" or "compatibility"), or "". */
+	int (*describe)(struct ferry__io *io, char *buf, size_t len);
+
+	/* Opens path for reading; flags FERRY__IO_DIRECT asks for O_DIRECT (falls
+	 * back to buffered reads, saying so once, where the file system refuses). */
+	int (*open)(struct ferry__io *io, const char *path, int flags, struct ferry__file **out);
+	void (*close)(struct ferry__io *io, struct ferry__file *f);
+
+	/* Reads every request of reqs (several in flight where the backend can);
+	 * loops over short reads, stops at EOF. For direct files, dst, len and
+	 * offset must be multiples of 4096 (len may run past EOF). Returns 0 when
+	 * every request ran (each result says how far it got), or a negative code. */
+	int (*read)(struct ferry__io *io, struct ferry__file *f, struct ferry__io_req *reqs,
+		    unsigned n);
+
+	/* Staging blocks are registered once, as the engine allocates them (may be
+	 * NULL when the backend needs no registration). */
+	int (*register_block)(struct ferry__io *io, void *base, size_t len);
+	void (*deregister_block)(struct ferry__io *io, void *base, size_t len);
+};
+
+extern const struct ferry__io_ops ferry__io_posix;
+extern const struct ferry__io_ops ferry__io_uring; /* name NULL when built without liburing */
+extern const struct ferry__io_ops ferry__io_cufile;
+
+/* The table named name, or NULL when unknown or not built. */
+const struct ferry__io_ops *ferry__io_find(const char *name);
+
+#endif

@@ -1,0 +1,250 @@
+/*
+ * File loading: plan aligned chunk reads for byte ranges, run them on IO
+ * threads through the staging engine, and wait for their copies.
+ */
+#include "load.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "convert.h"
+
+#define IO_ALIGN 4096u
+#define MAX_READS_PER_CALL 4 /* reads a thread submits at once (several in flight on uring) */
+
+struct planned_read {
+	uint64_t offset;   /* aligned file offset */
+	size_t len;        /* bytes to request: aligned, at most one chunk */
+	size_t need;       /* bytes the copies need: less means the file is short */
+	unsigned first, n; /* its copies */
+};
+
+struct plan {
+	struct planned_read *reads;
+	struct ferry__copy *copies;
+	unsigned nreads, ncopies, reads_cap, copies_cap;
+};
+
+struct load_job {
+	ferry_ctx *ctx;
+	struct ferry__file *f;
+	struct plan *plan;
+	unsigned next;     /* next read to take (atomic) */
+	int error;         /* first error (under lock) */
+	char message[512]; /* its message, from the thread that hit it */
+	pthread_mutex_t lock;
+	struct ferry__ticket ticket;
+	uint64_t bytes_read, reads;
+};
+
+static uint64_t align_down(uint64_t v)
+{
+	return v & ~(uint64_t)(IO_ALIGN - 1);
+}
+
+static uint64_t align_up(uint64_t v)
+{
+	return align_down(v + IO_ALIGN - 1);
+}
+
+static int grow_array(void **items, unsigned *cap, unsigned want, size_t size)
+{
+	if (want <= *cap)
+		return 0;
+	unsigned n = *cap ? *cap * 2 : 16;
+	while (n < want)
+		n *= 2;
+	void *grown = realloc(*items, (size_t)n * size);
+	if (!grown)
+		return ferry__fail(-ENOMEM, "out of memory planning reads");
+	*items = grown;
+	*cap = n;
+	return 0;
+}
+
+static int start_read(struct plan *p, uint64_t pos)
+{
+	int rc = grow_array((void **)&p->reads, &p->reads_cap, p->nreads + 1, sizeof(*p->reads));
+	if (rc == 0)
+		p->reads[p->nreads++] = (struct planned_read){ .offset = align_down(pos),
+							       .first = p->ncopies };
+	return rc;
+}
+
+static int add_copy(struct plan *p, char *dst, uint64_t pos, size_t len, const char *path)
+{
+	int rc = grow_array((void **)&p->copies, &p->copies_cap, p->ncopies + 1, sizeof(*p->copies));
+	if (rc < 0)
+		return rc;
+	struct planned_read *r = &p->reads[p->nreads - 1];
+	size_t at = (size_t)(pos - r->offset);
+	p->copies[p->ncopies++] = (struct ferry__copy){ .dst = dst, .src_offset = at, .len = len,
+							.tag = path, .tag_offset = pos };
+	r->n++;
+	if (at + len > r->need)
+		r->need = at + len;
+	r->len = (size_t)align_up(r->need);
+	return 0;
+}
+
+/* Splits ranges into chunk-sized aligned reads; ranges within one chunk share a read. */
+static int make_plan(const struct ferry__range *ranges, unsigned n, size_t chunk,
+		     const char *path, struct plan *p)
+{
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t pos = ranges[i].offset, end = pos + ranges[i].len;
+		while (pos < end) {
+			struct planned_read *cur = p->nreads ? &p->reads[p->nreads - 1] : NULL;
+			if (!cur || pos < cur->offset || pos >= cur->offset + chunk) {
+				int rc = start_read(p, pos);
+				if (rc < 0)
+					return rc;
+				cur = &p->reads[p->nreads - 1];
+			}
+			uint64_t stop = end < cur->offset + chunk ? end : cur->offset + chunk;
+			int rc = add_copy(p, ranges[i].dst + (pos - ranges[i].offset), pos,
+					  (size_t)(stop - pos), path);
+			if (rc < 0)
+				return rc;
+			pos = stop;
+		}
+	}
+	return 0;
+}
+
+static void free_plan(struct plan *p)
+{
+	free(p->reads);
+	free(p->copies);
+}
+
+static void job_fail(struct load_job *job, int rc)
+{
+	pthread_mutex_lock(&job->lock);
+	if (!job->error) {
+		job->error = rc;
+		snprintf(job->message, sizeof(job->message), "%s", ferry_last_error());
+	}
+	pthread_mutex_unlock(&job->lock);
+}
+
+static int job_failed(struct load_job *job)
+{
+	pthread_mutex_lock(&job->lock);
+	int rc = job->error;
+	pthread_mutex_unlock(&job->lock);
+	return rc;
+}
+
+/* Takes up to max reads; returns how many, and the first index in *first. */
+static unsigned take_reads(struct load_job *job, unsigned max, unsigned *first)
+{
+	unsigned at = __atomic_fetch_add(&job->next, max, __ATOMIC_RELAXED);
+	if (at >= job->plan->nreads)
+		return 0;
+	*first = at;
+	return at + max <= job->plan->nreads ? max : job->plan->nreads - at;
+}
+
+static int check_read(struct load_job *job, const struct planned_read *r, ssize_t got)
+{
+	if (got < 0)
+		return (int)got;
+	if ((size_t)got < r->need)
+		return ferry__fail(-FERRY_ETRUNCATED,
+				   "%s: file ends at byte %llu, expected at least %llu", job->f->path,
+				   (unsigned long long)(r->offset + (uint64_t)got),
+				   (unsigned long long)(r->offset + r->need));
+	return 0;
+}
+
+static int lease_buffers(struct ferry__staging *stg, struct ferry__buf **bufs, unsigned n,
+			 unsigned *leased)
+{
+	for (*leased = 0; *leased < n; (*leased)++) {
+		int rc = ferry__staging_lease(stg, &bufs[*leased]);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static void count_reads(struct load_job *job, unsigned first, unsigned n)
+{
+	__atomic_fetch_add(&job->reads, n, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < n; i++)
+		__atomic_fetch_add(&job->bytes_read, job->plan->reads[first + i].len, __ATOMIC_RELAXED);
+}
+
+/* Leases a buffer per read, reads them all in one call, queues their copies. */
+static int run_reads(struct load_job *job, unsigned first, unsigned n)
+{
+	struct ferry__staging *stg = job->ctx->stg;
+	struct ferry__buf *bufs[MAX_READS_PER_CALL];
+	struct ferry__io_req reqs[MAX_READS_PER_CALL];
+	const struct planned_read *r = &job->plan->reads[first];
+	unsigned leased, handed = 0;
+	int rc = lease_buffers(stg, bufs, n, &leased);
+	for (unsigned i = 0; rc == 0 && i < n; i++)
+		reqs[i] = (struct ferry__io_req){ .dst = bufs[i]->data, .len = r[i].len,
+						  .offset = r[i].offset };
+	if (rc == 0) {
+		rc = job->ctx->io_ops->read(job->ctx->io, job->f, reqs, n);
+		count_reads(job, first, n);
+	}
+	while (rc == 0 && handed < n) {
+		if ((rc = check_read(job, &r[handed], reqs[handed].result)) < 0)
+			break;
+		rc = ferry__staging_queue(stg, bufs[handed], &job->plan->copies[r[handed].first],
+					  r[handed].n, &job->ticket);
+		handed++; /* queued, or returned to the pool by a refused queue */
+	}
+	for (unsigned i = handed; i < leased; i++)
+		ferry__staging_give_back(stg, bufs[i]);
+	return rc;
+}
+
+static void load_worker(void *arg, unsigned index)
+{
+	struct load_job *job = arg;
+	unsigned depth = strcmp(job->ctx->io_ops->name, "uring") ? 1 : MAX_READS_PER_CALL;
+	unsigned first, n;
+	while (!job_failed(job) && (n = take_reads(job, depth, &first)) > 0) {
+		int rc = run_reads(job, first, n);
+		if (rc < 0)
+			job_fail(job, rc);
+	}
+}
+
+int ferry__load_ranges(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__range *ranges,
+		       unsigned n, unsigned parallel, struct ferry__load_stats *stats)
+{
+	struct plan plan = { 0 };
+	int rc = make_plan(ranges, n, ferry__staging_chunk_size(ctx->stg), f->path, &plan);
+	if (rc < 0 || plan.nreads == 0) {
+		free_plan(&plan);
+		return rc;
+	}
+	struct load_job job = { .ctx = ctx, .f = f, .plan = &plan };
+	pthread_mutex_init(&job.lock, NULL);
+	if (parallel > plan.nreads)
+		parallel = plan.nreads;
+	ferry__pool_parallel(ctx->pool, parallel ? parallel : 1, load_worker, &job);
+	/* Even after an error, wait: no copy may land in dst after we return. */
+	int wait_rc = ferry__staging_wait(ctx->stg, &job.ticket);
+	rc = job.error ? ferry__fail(job.error, "%s", job.message) : wait_rc;
+	if (stats) {
+		stats->bytes_read += job.bytes_read;
+		stats->reads += job.reads;
+	}
+	pthread_mutex_destroy(&job.lock);
+	free_plan(&plan);
+	return rc;
+}

@@ -1,0 +1,168 @@
+/* The fault device of helpers.h: forwards every operation to a real device,
+ * failing the Nth call of the armed class. */
+#include <pthread.h>
+
+#include "common.h"
+#include "helpers.h"
+
+struct fault_device {
+	struct ferry__device base;
+	struct ferry__device *inner;
+	struct ferry__device_ops ops;
+	pthread_mutex_t lock;
+	enum t_fault_class armed;
+	unsigned long nth, calls[T_FAULT_STREAM_SYNC + 1];
+	int err, sticky, fired;
+};
+
+static struct fault_device *fd_of(struct ferry__device *dev)
+{
+	return (struct fault_device *)dev;
+}
+
+/* Counts a call of cls; returns the error to inject, or 0. */
+static int should_fail(struct ferry__device *dev, enum t_fault_class cls)
+{
+	struct fault_device *f = fd_of(dev);
+	pthread_mutex_lock(&f->lock);
+	unsigned long n = ++f->calls[cls];
+	int fail = f->armed == cls && (n == f->nth || (f->sticky && n > f->nth));
+	if (fail)
+		f->fired = 1;
+	pthread_mutex_unlock(&f->lock);
+	return fail ? f->err : 0;
+}
+
+#define INNER(dev) (fd_of(dev)->inner)
+#define FORWARD(cls, call)                                                           \
+	do {                                                                         \
+		int injected_ = should_fail(dev, cls);                               \
+		if (injected_)                                                       \
+			return ferry__fail(injected_, "injected fault (%s)", #cls);  \
+		return call;                                                         \
+	} while (0)
+
+
+
+static int f_mem_alloc(struct ferry__device *dev, size_t len, void **out)
+{
+	FORWARD(T_FAULT_MEM_ALLOC, INNER(dev)->ops->mem_alloc(INNER(dev), len, out));
+}
+static int f_pinned_alloc(struct ferry__device *dev, size_t len, void **out)
+{
+	FORWARD(T_FAULT_PINNED_ALLOC, INNER(dev)->ops->pinned_alloc(INNER(dev), len, out));
+}
+static int f_copy_async(struct ferry__device *dev, struct ferry__stream *s, void *dst,
+			const void *src, size_t len, enum ferry__copy_kind kind)
+{
+	FORWARD(T_FAULT_COPY, INNER(dev)->ops->copy_async(INNER(dev), s, dst, src, len, kind));
+}
+static int f_event_create(struct ferry__device *dev, struct ferry__event **out)
+{
+	FORWARD(T_FAULT_EVENT_CREATE, INNER(dev)->ops->event_create(INNER(dev), out));
+}
+static int f_event_record(struct ferry__device *dev, struct ferry__event *ev,
+			  struct ferry__stream *s)
+{
+	FORWARD(T_FAULT_EVENT_RECORD, INNER(dev)->ops->event_record(INNER(dev), ev, s));
+}
+static int f_event_query(struct ferry__device *dev, struct ferry__event *ev)
+{
+	FORWARD(T_FAULT_EVENT_QUERY, INNER(dev)->ops->event_query(INNER(dev), ev));
+}
+static int f_event_sync(struct ferry__device *dev, struct ferry__event *ev)
+{
+	FORWARD(T_FAULT_EVENT_SYNC, INNER(dev)->ops->event_sync(INNER(dev), ev));
+}
+static int f_stream_sync(struct ferry__device *dev, struct ferry__stream *s)
+{
+	FORWARD(T_FAULT_STREAM_SYNC, INNER(dev)->ops->stream_sync(INNER(dev), s));
+}
+
+/* The remaining operations forward unchanged. */
+static void f_mem_free(struct ferry__device *dev, void *p) { INNER(dev)->ops->mem_free(INNER(dev), p); }
+static void f_pinned_free(struct ferry__device *dev, void *p, size_t n) { INNER(dev)->ops->pinned_free(INNER(dev), p, n); }
+static int f_stream_create(struct ferry__device *dev, struct ferry__stream **o) { return INNER(dev)->ops->stream_create(INNER(dev), o); }
+static void f_stream_destroy(struct ferry__device *dev, struct ferry__stream *s) { INNER(dev)->ops->stream_destroy(INNER(dev), s); }
+static int f_stream_wait_event(struct ferry__device *dev, struct ferry__stream *s, struct ferry__event *e) { return INNER(dev)->ops->stream_wait_event(INNER(dev), s, e); }
+static int f_copy_sync(struct ferry__device *dev, void *d, const void *s, size_t n, enum ferry__copy_kind k) { return INNER(dev)->ops->copy_sync(INNER(dev), d, s, n, k); }
+static int f_memset_async(struct ferry__device *dev, struct ferry__stream *s, void *d, int b, size_t n) { return INNER(dev)->ops->memset_async(INNER(dev), s, d, b, n); }
+static void f_event_destroy(struct ferry__device *dev, struct ferry__event *e) { INNER(dev)->ops->event_destroy(INNER(dev), e); }
+static int f_gate_create(struct ferry__device *dev, struct ferry__gate **g) { return INNER(dev)->ops->gate_create(INNER(dev), g); }
+static int f_gate_hold(struct ferry__device *dev, struct ferry__stream *s, struct ferry__gate *g) { return INNER(dev)->ops->gate_hold(INNER(dev), s, g); }
+static int f_gate_open(struct ferry__device *dev, struct ferry__gate *g) { return INNER(dev)->ops->gate_open(INNER(dev), g); }
+static void f_gate_destroy(struct ferry__device *dev, struct ferry__gate *g) { INNER(dev)->ops->gate_destroy(INNER(dev), g); }
+static int f_describe(struct ferry__device *dev, char *b, size_t n) { return INNER(dev)->ops->describe(INNER(dev), b, n); }
+
+static void f_close(struct ferry__device *dev)
+{
+	struct fault_device *f = fd_of(dev);
+	f->inner->ops->close(f->inner);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}
+
+struct ferry__device *t_fault_device(struct ferry__device *inner)
+{
+	struct fault_device *f = calloc(1, sizeof(*f));
+	T_ASSERT(f);
+	f->inner = inner;
+	f->ops = *inner->ops;
+	f->ops.close = f_close;
+	f->ops.describe = f_describe;
+	f->ops.mem_alloc = f_mem_alloc;
+	f->ops.mem_free = f_mem_free;
+	f->ops.pinned_alloc = f_pinned_alloc;
+	f->ops.pinned_free = f_pinned_free;
+	f->ops.stream_create = f_stream_create;
+	f->ops.stream_destroy = f_stream_destroy;
+	f->ops.stream_sync = f_stream_sync;
+	f->ops.stream_wait_event = f_stream_wait_event;
+	f->ops.copy_async = f_copy_async;
+	f->ops.copy_sync = f_copy_sync;
+	f->ops.memset_async = f_memset_async;
+	f->ops.event_create = f_event_create;
+	f->ops.event_destroy = f_event_destroy;
+	f->ops.event_record = f_event_record;
+	f->ops.event_query = f_event_query;
+	f->ops.event_sync = f_event_sync;
+	f->ops.gate_create = f_gate_create;
+	f->ops.gate_hold = f_gate_hold;
+	f->ops.gate_open = f_gate_open;
+	f->ops.gate_destroy = f_gate_destroy;
+	f->base.ops = &f->ops;
+	pthread_mutex_init(&f->lock, NULL);
+	return &f->base;
+}
+
+void t_fault_arm(struct ferry__device *dev, enum t_fault_class cls, unsigned long n, int err,
+		 int sticky)
+{
+	struct fault_device *f = fd_of(dev);
+	pthread_mutex_lock(&f->lock);
+	f->armed = cls;
+	f->nth = n;
+	f->err = err;
+	f->sticky = sticky;
+	f->fired = 0;
+	memset(f->calls, 0, sizeof(f->calls));
+	pthread_mutex_unlock(&f->lock);
+}
+
+unsigned long t_fault_calls(struct ferry__device *dev, enum t_fault_class cls)
+{
+	struct fault_device *f = fd_of(dev);
+	pthread_mutex_lock(&f->lock);
+	unsigned long n = f->calls[cls];
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+int t_fault_fired(struct ferry__device *dev)
+{
+	struct fault_device *f = fd_of(dev);
+	pthread_mutex_lock(&f->lock);
+	int fired = f->fired;
+	pthread_mutex_unlock(&f->lock);
+	return fired;
+}

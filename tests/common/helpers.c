@@ -1,0 +1,96 @@
+#include "helpers.h"
+
+#include <ftw.h>
+#include <unistd.h>
+
+struct ferry__device *t_open_device(void)
+{
+	struct ferry__device *dev;
+	int rc = ferry__device_open_env(&dev);
+	if (rc < 0)
+		T_SKIP("no device: %s (%s)", ferry_strerror(rc), ferry_last_error());
+	return dev;
+}
+
+/* Each 8-byte word holds (file_id << 40) | (offset / 8), offset rounded down. */
+static uint64_t pattern_word(uint32_t file_id, uint64_t word_index)
+{
+	return ((uint64_t)file_id << 40) ^ (word_index & ((1ull << 40) - 1));
+}
+
+static uint8_t pattern_byte(uint32_t file_id, uint64_t pos)
+{
+	uint64_t w = pattern_word(file_id, pos / 8);
+	return (uint8_t)(w >> (8 * (pos % 8)));
+}
+
+void t_fill_pattern(void *dst, size_t len, uint32_t file_id, uint64_t offset)
+{
+	uint8_t *p = dst;
+	size_t i = 0;
+	for (; i < len && (offset + i) % 8; i++)
+		p[i] = pattern_byte(file_id, offset + i);
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w = pattern_word(file_id, (offset + i) / 8);
+		memcpy(p + i, &w, 8);
+	}
+	for (; i < len; i++)
+		p[i] = pattern_byte(file_id, offset + i);
+}
+
+size_t t_check_pattern(const void *buf, size_t len, uint32_t file_id, uint64_t offset)
+{
+	const uint8_t *p = buf;
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != pattern_byte(file_id, offset + i))
+			return i;
+	return len;
+}
+
+void t_describe_word(const void *word, char *buf, size_t len)
+{
+	uint64_t w;
+	memcpy(&w, word, 8);
+	snprintf(buf, len, "file %llu offset %llu", (unsigned long long)(w >> 40),
+		 (unsigned long long)((w & ((1ull << 40) - 1)) * 8));
+}
+
+void *t_copy_back(struct ferry__device *dev, const void *src, size_t len)
+{
+	void *host = malloc(len ? len : 1);
+	T_ASSERT(host);
+	if (len)
+		T_OK(dev->ops->copy_sync(dev, host, src, len, FERRY__D2H));
+	return host;
+}
+
+uint64_t t_rand(uint64_t *state)
+{
+	uint64_t x = *state ? *state : 0x9e3779b97f4a7c15ull;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*state = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+char *t_tmpdir(void)
+{
+	static __thread char path[256];
+	const char *base = getenv("TMPDIR");
+	snprintf(path, sizeof(path), "%s/ferry-test-XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(path))
+		T_FAIL("mkdtemp %s failed", path);
+	return path;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+void t_rmtree(const char *path)
+{
+	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}

@@ -1,0 +1,102 @@
+/*
+ * Test helpers: exit codes (0 pass, 1 fail, 77 skip), assertions that print
+ * both values, and the byte patterns every data-moving test checks.
+ */
+#ifndef FERRY_TEST_HELPERS_H
+#define FERRY_TEST_HELPERS_H
+
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+
+#define T_EXIT_PASS 0
+#define T_EXIT_FAIL 1
+#define T_EXIT_SKIP 77
+
+#define T_FAIL(...)                                                                  \
+	do {                                                                         \
+		fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                      \
+		fprintf(stderr, __VA_ARGS__);                                        \
+		fprintf(stderr, "\n");                                               \
+		exit(T_EXIT_FAIL);                                                   \
+	} while (0)
+
+#define T_SKIP(...)                                                                  \
+	do {                                                                         \
+		printf("skip: ");                                                    \
+		printf(__VA_ARGS__);                                                 \
+		printf("\n");                                                        \
+		exit(T_EXIT_SKIP);                                                   \
+	} while (0)
+
+#define T_ASSERT(cond)                                                               \
+	do {                                                                         \
+		if (!(cond))                                                         \
+			T_FAIL("assertion failed: %s", #cond);                       \
+	} while (0)
+
+#define T_EQ(a, b)                                                                   \
+	do {                                                                         \
+		long long t_a_ = (long long)(a), t_b_ = (long long)(b);              \
+		if (t_a_ != t_b_)                                                    \
+			T_FAIL("%s == %s: %lld != %lld", #a, #b, t_a_, t_b_);        \
+	} while (0)
+
+/* rc must be 0 (or non-negative); prints ferry_strerror and the last error. */
+#define T_OK(expr)                                                                   \
+	do {                                                                         \
+		long long t_rc_ = (long long)(expr);                                 \
+		if (t_rc_ < 0)                                                       \
+			T_FAIL("%s: %s (%s)", #expr, ferry_strerror((int)t_rc_),     \
+			       ferry_last_error());                                  \
+	} while (0)
+
+/* Opens the device FERRY_DEVICE names (auto when unset); skips the test when
+ * that device is not available. */
+struct ferry__device *t_open_device(void);
+
+/*
+ * Patterns: byte i of a source named by (file_id, offset) is a function of
+ * file_id and offset + i, so a misplaced chunk says where it came from.
+ */
+void t_fill_pattern(void *dst, size_t len, uint32_t file_id, uint64_t offset);
+/* Returns the index of the first byte that differs from the pattern, or len. */
+size_t t_check_pattern(const void *buf, size_t len, uint32_t file_id, uint64_t offset);
+/* Decodes where a mismatching 8-byte-aligned word came from, into a message. */
+void t_describe_word(const void *word, char *buf, size_t len);
+
+/* Copies len device bytes at src back into a fresh host buffer (free()). */
+void *t_copy_back(struct ferry__device *dev, const void *src, size_t len);
+
+/* A random generator tests can seed and print (xorshift64*). */
+uint64_t t_rand(uint64_t *state);
+
+/* Makes a fresh temporary directory; returns its path (static storage per call). */
+char *t_tmpdir(void);
+/* Removes a directory tree. */
+void t_rmtree(const char *path);
+
+/*
+ * A fault device: wraps a real device and makes the Nth call of one class of
+ * operation fail with err (SQLite's "fail the Nth call"). n counts from 1;
+ * after the fault, calls succeed again unless sticky is set.
+ */
+enum t_fault_class {
+	T_FAULT_NONE, T_FAULT_MEM_ALLOC, T_FAULT_PINNED_ALLOC, T_FAULT_COPY,
+	T_FAULT_EVENT_CREATE, T_FAULT_EVENT_RECORD, T_FAULT_EVENT_QUERY, T_FAULT_EVENT_SYNC,
+	T_FAULT_STREAM_SYNC,
+};
+struct ferry__device *t_fault_device(struct ferry__device *inner);
+void t_fault_arm(struct ferry__device *fault_dev, enum t_fault_class cls, unsigned long n,
+		 int err, int sticky);
+/* How many calls of cls the device has seen since it was armed. */
+unsigned long t_fault_calls(struct ferry__device *fault_dev, enum t_fault_class cls);
+/* Whether the armed fault has fired. */
+int t_fault_fired(struct ferry__device *fault_dev);
+
+#endif

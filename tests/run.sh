@@ -1,0 +1,55 @@
+#!/bin/sh
+# Runs every test program once, each with a timeout, and ends with one line:
+# "N passed, N failed, N skipped". Exit codes: 0 pass, 77 skip, anything else fail.
+# Variables: BUILD (build dir), TEST_TIMEOUT (seconds, default 300), TESTS (a
+# space-separated list of names to run instead of all).
+BUILD=${BUILD:-build}
+TEST_TIMEOUT=${TEST_TIMEOUT:-300}
+LOGS=$BUILD/test-logs
+mkdir -p "$LOGS"
+PYTHON=${PYTHON:-/usr/bin/python3}
+export FERRY_BUILD="$BUILD" PYTHON
+
+passed=0 failed=0 skipped=0 failed_names="" skipped_names=""
+
+list_tests() {
+	if [ -n "$TESTS" ]; then
+		for t in $TESTS; do
+			for f in "$BUILD/tests/$t" "tests/$t.py" "tests/$t.sh"; do
+				[ -e "$f" ] && echo "$f"
+			done
+		done
+		return
+	fi
+	ls "$BUILD"/tests/test_* 2>/dev/null
+	ls tests/test_*.py tests/test_*.sh 2>/dev/null
+}
+
+run_one() {
+	case "$1" in
+	*.py) timeout -k 10 "$TEST_TIMEOUT" "$PYTHON" "$1" ;;
+	*.sh) timeout -k 10 "$TEST_TIMEOUT" sh "$1" ;;
+	*) timeout -k 10 "$TEST_TIMEOUT" "$1" ;;
+	esac
+}
+
+for t in $(list_tests); do
+	name=$(basename "$t"); name=${name%.py}; name=${name%.sh}
+	log="$LOGS/$name.log"
+	start=$(date +%s)
+	run_one "$t" >"$log" 2>&1
+	rc=$?
+	secs=$(( $(date +%s) - start ))
+	case $rc in
+	0) passed=$((passed + 1)); echo "PASS $name (${secs}s)" ;;
+	77) skipped=$((skipped + 1)); skipped_names="$skipped_names $name"
+	    echo "SKIP $name: $(grep -m1 '^skip:' "$log" | sed 's/^skip: //')" ;;
+	*) failed=$((failed + 1)); failed_names="$failed_names $name"
+	   [ $rc -eq 124 ] && echo "FAIL $name: timed out after ${TEST_TIMEOUT}s" || echo "FAIL $name (exit $rc)"
+	   tail -n 20 "$log" | sed 's/^/    /' ;;
+	esac
+done
+[ -n "$skipped_names" ] && echo "skipped:$skipped_names"
+[ -n "$failed_names" ] && echo "failed:$failed_names"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ $failed -eq 0 ]

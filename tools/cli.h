@@ -1,0 +1,77 @@
+/* Subcommands of the ferry tool and the helpers they share: each command
+ * returns the process exit status (0 ok, 1 failure, 2 usage). */
+#ifndef FERRY_CLI_H
+#define FERRY_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ferry.h"
+
+struct ferry_cli_command {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv);
+};
+
+int ferry_cli_env(int argc, char **argv);
+int ferry_cli_info(int argc, char **argv);
+int ferry_cli_read(int argc, char **argv);
+int ferry_cli_gen(int argc, char **argv);
+int ferry_cli_demo(int argc, char **argv);
+/* `ferry read --root/--list/--files ...`: the dataset reader (cmd_read_dataset.c). */
+int ferry_cli_read_dataset(int argc, char **argv);
+
+/*
+ * Prints "ferry: <message>" on stderr and returns 1. The message is
+ * ferry_last_error() when set (prefixed with "what: " unless it already starts
+ * with it, so a file is named once), else "what: ferry_strerror(rc)".
+ */
+int ferry_cli_error(const char *what, int rc);
+
+/* Parses a non-negative integer or a size ("4096", "64k", "4M"); 0 or -1. */
+int ferry_cli_parse_size(const char *text, uint64_t *out);
+
+/* Returns the dtype numpy names name ("float32"), or FERRY_DTYPE_INVALID. */
+enum ferry_dtype ferry_cli_dtype_by_name(const char *name);
+
+/* ---- the `ferry gen` payload (cmd_gen.c) ---- */
+
+/* The per-file key of the payload formula: mix(seed ^ mix(index)). */
+uint64_t ferry_cli_gen_key(uint64_t seed, uint64_t index);
+/* Fills buf with len payload bytes starting at payload offset `offset`. */
+void ferry_cli_gen_fill(void *buf, size_t len, uint64_t key, uint64_t offset);
+/* Returns the index of the first byte of buf that differs from the payload
+ * at offset, or len when all match. */
+size_t ferry_cli_gen_check(const void *buf, size_t len, uint64_t key, uint64_t offset);
+
+/* One generated file: what `ferry gen` writes for index, seed, shape, ... */
+struct ferry_cli_gen_spec {
+	enum ferry_dtype dtype;
+	char byteorder;		/* '<', '>' or '|' */
+	int fortran_order;
+	int ndim;
+	int64_t shape[FERRY_MAX_DIMS];
+	int version;		/* 0: smallest that fits, else 1, 2 or 3 */
+};
+/* Writes path as a .npy of spec whose payload is the formula for key.
+ * Returns 0, or 1 after printing "ferry: PATH: reason". */
+int ferry_cli_gen_file(const char *path, const struct ferry_cli_gen_spec *spec, uint64_t key,
+		       void *scratch, size_t scratch_len);
+/* Size of the scratch buffer ferry_cli_gen_file writes through. */
+#define FERRY_CLI_GEN_BUFFER (8u << 20)
+
+/* ---- the independent CPU read behind `ferry read --verify` (cmd_read.c) ---- */
+
+/*
+ * Reads path with plain stdio and returns its array as ferry promises it:
+ * C order, native byte order, converted with the tool's own loops (not
+ * src/convert.c). *out is malloc'ed (free()), *nbytes its length. Returns 0,
+ * or 1 after printing "ferry: PATH: reason".
+ */
+int ferry_cli_cpu_load(const char *path, void **out, uint64_t *nbytes);
+/* Compares got with want (n bytes each); returns 0, or 1 after printing
+ * "ferry: PATH: first mismatch at byte N ...". */
+int ferry_cli_compare(const char *path, const void *got, const void *want, uint64_t n);
+
+#endif
