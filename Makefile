@@ -47,15 +47,17 @@ TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_COMMON := $(sort $(wildcard tests/common/*.c))
 TOOL_SRCS := $(sort $(wildcard tools/*.c))
+BENCH_SRCS := $(sort $(wildcard bench/*.c))
+BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all test demo install fuzz bench clean
-all: $(BUILD)/libferry.so $(BUILD)/libferry.a $(BUILD)/ferry $(TEST_BINS) $(BUILD)/ferry.pc
+all: $(BUILD)/libferry.so $(BUILD)/libferry.a $(BUILD)/ferry $(TEST_BINS) $(BENCH_BINS) $(BUILD)/ferry.pc
 	@[ "$(BUILD)" = build ] || ln -sfn ../$(BUILD)/ferry build/ferry-$(SANITIZE) 2>/dev/null || true
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h include/*.h) | $(BUILD)/obj
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 
-$(BUILD)/obj $(BUILD)/tests:
+$(BUILD)/obj $(BUILD)/tests $(BUILD)/bench:
 	mkdir -p $@
 
 $(BUILD)/libferry.a: $(LIB_OBJS)
@@ -72,6 +74,9 @@ $(BUILD)/ferry: $(TOOL_SRCS) $(BUILD)/libferry.a $(wildcard tools/*.h)
 
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/common/helpers.h $(BUILD)/libferry.a | $(BUILD)/tests
 	$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_COMMON) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libferry.a | $(BUILD)/bench
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
 
 $(BUILD)/ferry.pc: ferry.pc.in Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@

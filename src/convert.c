@@ -66,42 +66,102 @@ void ferry__byteswap(void *data, uint64_t count, size_t itemsize, int is_complex
 
 /* ---- Fortran to C order ---- */
 
-/* Elements per side of the square tiles a plane is transposed in: 32 x 32 tiles of
- * up to 16-byte items read 32 cache lines and keep them hot for the whole tile. */
-#define TILE 32
-
 /*
- * Transposes one plane: element (a, b) sits at src + a*size + b*src_b_stride and
- * goes to dst + a*dst_a_stride + b*size. Inlined once per constant size, so the
- * memcpy becomes a single move.
+ * The array is cut in halves along its widest axis, recursively, until a block
+ * holds at most BLOCK_ITEMS elements; each block is then copied in destination
+ * order. A block's source lines stay in cache while it is written, whatever the
+ * rank and whichever axes are short (a Fortran-order H x W x 3 image, say).
  */
+#define BLOCK_ITEMS 1024
+
+struct reorder {
+	unsigned char *dst;
+	const unsigned char *src;
+	int ndim;
+	size_t size;
+	size_t fstride[FERRY_MAX_DIMS], cstride[FERRY_MAX_DIMS];	/* bytes per index */
+	size_t lo[FERRY_MAX_DIMS], hi[FERRY_MAX_DIMS];	/* the current block */
+};
+
+/* Copies n items src_stride apart to consecutive places; inlined once per
+ * constant size so that memcpy becomes a single move. */
 static inline __attribute__((always_inline)) void
-transpose_plane_sized(unsigned char *dst, const unsigned char *src, size_t rows, size_t cols,
-		      size_t src_b_stride, size_t dst_a_stride, size_t size)
+copy_run_sized(unsigned char *dst, const unsigned char *src, size_t n, size_t src_stride,
+	       size_t size)
 {
-	for (size_t a0 = 0; a0 < rows; a0 += TILE) {
-		size_t a1 = a0 + TILE < rows ? a0 + TILE : rows;
-		for (size_t b0 = 0; b0 < cols; b0 += TILE) {
-			size_t b1 = b0 + TILE < cols ? b0 + TILE : cols;
-			for (size_t a = a0; a < a1; a++)
-				for (size_t b = b0; b < b1; b++)
-					memcpy(dst + a * dst_a_stride + b * size,
-					       src + a * size + b * src_b_stride, size);
-		}
+	for (size_t i = 0; i < n; i++)
+		memcpy(dst + i * size, src + i * src_stride, size);
+}
+
+static void copy_run(unsigned char *dst, const unsigned char *src, size_t n, size_t src_stride,
+		     size_t size)
+{
+	switch (size) {
+	case 1: copy_run_sized(dst, src, n, src_stride, 1); break;
+	case 2: copy_run_sized(dst, src, n, src_stride, 2); break;
+	case 4: copy_run_sized(dst, src, n, src_stride, 4); break;
+	case 8: copy_run_sized(dst, src, n, src_stride, 8); break;
+	case 16: copy_run_sized(dst, src, n, src_stride, 16); break;
+	default: copy_run_sized(dst, src, n, src_stride, size); break;
 	}
 }
 
-static void transpose_plane(unsigned char *dst, const unsigned char *src, size_t rows,
-			    size_t cols, size_t src_b_stride, size_t dst_a_stride, size_t size)
+/* Copies the current block in destination order: runs along the last axis,
+ * an odometer over the others. */
+static void copy_block(const struct reorder *r)
 {
-	switch (size) {
-	case 1: transpose_plane_sized(dst, src, rows, cols, src_b_stride, dst_a_stride, 1); break;
-	case 2: transpose_plane_sized(dst, src, rows, cols, src_b_stride, dst_a_stride, 2); break;
-	case 4: transpose_plane_sized(dst, src, rows, cols, src_b_stride, dst_a_stride, 4); break;
-	case 8: transpose_plane_sized(dst, src, rows, cols, src_b_stride, dst_a_stride, 8); break;
-	case 16: transpose_plane_sized(dst, src, rows, cols, src_b_stride, dst_a_stride, 16); break;
-	default: transpose_plane_sized(dst, src, rows, cols, src_b_stride, dst_a_stride, size);
+	size_t idx[FERRY_MAX_DIMS], soff = 0, doff = 0;
+	int last = r->ndim - 1, k;
+
+	for (k = 0; k <= last; k++) {
+		idx[k] = r->lo[k];
+		soff += r->lo[k] * r->fstride[k];
+		doff += r->lo[k] * r->cstride[k];
 	}
+	for (;;) {
+		copy_run(r->dst + doff, r->src + soff, r->hi[last] - r->lo[last],
+			 r->fstride[last], r->size);
+		for (k = last - 1; k >= 0; k--) {
+			if (++idx[k] < r->hi[k]) {
+				soff += r->fstride[k];
+				doff += r->cstride[k];
+				break;
+			}
+			soff -= (idx[k] - 1 - r->lo[k]) * r->fstride[k];
+			doff -= (idx[k] - 1 - r->lo[k]) * r->cstride[k];
+			idx[k] = r->lo[k];
+		}
+		if (k < 0)
+			return;
+	}
+}
+
+/* Copies the current block, halving it along its widest axis while it is big. */
+static void reorder_block(struct reorder *r)
+{
+	size_t items = 1, widest = 0, lo, hi;
+	int axis = 0;
+
+	for (int k = 0; k < r->ndim; k++) {
+		size_t extent = r->hi[k] - r->lo[k];
+		items *= extent;
+		if (extent > widest) {
+			widest = extent;
+			axis = k;
+		}
+	}
+	if (items <= BLOCK_ITEMS) {
+		copy_block(r);
+		return;
+	}
+	lo = r->lo[axis];
+	hi = r->hi[axis];
+	r->hi[axis] = lo + widest / 2;
+	reorder_block(r);
+	r->hi[axis] = hi;
+	r->lo[axis] = lo + widest / 2;
+	reorder_block(r);
+	r->lo[axis] = lo;
 }
 
 /* Copies shape into dims without its 1s (they change neither layout). Returns the
@@ -121,9 +181,9 @@ static int squeeze_shape(size_t *dims, int ndim, const int64_t *shape)
 void ferry__fortran_to_c(void *dst, const void *src, int ndim, const int64_t *shape,
 			 size_t itemsize)
 {
-	size_t dims[FERRY_MAX_DIMS], fstride[FERRY_MAX_DIMS], cstride[FERRY_MAX_DIMS];
-	size_t idx[FERRY_MAX_DIMS] = { 0 }, soff = 0, doff = 0;
-	int n = squeeze_shape(dims, ndim, shape), k;
+	struct reorder r = { .dst = dst, .src = src, .size = itemsize };
+	size_t dims[FERRY_MAX_DIMS];
+	int n = squeeze_shape(dims, ndim, shape);
 
 	if (n < 0)
 		return;
@@ -131,28 +191,14 @@ void ferry__fortran_to_c(void *dst, const void *src, int ndim, const int64_t *sh
 		memcpy(dst, src, (n ? dims[0] : 1) * itemsize);
 		return;
 	}
-	fstride[0] = itemsize;
-	for (k = 1; k < n; k++)
-		fstride[k] = fstride[k - 1] * dims[k - 1];
-	cstride[n - 1] = itemsize;
-	for (k = n - 2; k >= 0; k--)
-		cstride[k] = cstride[k + 1] * dims[k + 1];
-	/* The first axis is contiguous in src and the last in dst: transpose that
-	 * plane in tiles, walking the axes between them with an odometer. */
-	for (;;) {
-		transpose_plane((unsigned char *)dst + doff, (const unsigned char *)src + soff,
-				dims[0], dims[n - 1], fstride[n - 1], cstride[0], itemsize);
-		for (k = n - 2; k >= 1; k--) {
-			if (++idx[k] < dims[k]) {
-				soff += fstride[k];
-				doff += cstride[k];
-				break;
-			}
-			soff -= fstride[k] * (dims[k] - 1);
-			doff -= cstride[k] * (dims[k] - 1);
-			idx[k] = 0;
-		}
-		if (k < 1)
-			return;
-	}
+	r.ndim = n;
+	r.fstride[0] = itemsize;
+	for (int k = 1; k < n; k++)
+		r.fstride[k] = r.fstride[k - 1] * dims[k - 1];
+	r.cstride[n - 1] = itemsize;
+	for (int k = n - 2; k >= 0; k--)
+		r.cstride[k] = r.cstride[k + 1] * dims[k + 1];
+	for (int k = 0; k < n; k++)
+		r.hi[k] = dims[k];
+	reorder_block(&r);
 }

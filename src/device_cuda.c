@@ -21,7 +21,7 @@
 static int cuda_open(int ordinal, struct ferry__device **out)
 {
 	*out = NULL;
-	return ferry__fail(FERRY_ENODEVICE, "cuda: built without cuda.h");
+	return ferry__fail(-FERRY_ENODEVICE, "cuda: built without cuda.h");
 }
 
 const struct ferry__device_ops ferry__device_cuda = {
@@ -49,7 +49,7 @@ const struct ferry__device_ops ferry__device_cuda = {
 	REQ(cuDeviceGetCount) REQ(cuDeviceGet) REQ(cuDeviceGetName)                   \
 	REQ(cuDeviceGetAttribute) REQ(cuDeviceTotalMem)                               \
 	REQ(cuDevicePrimaryCtxRetain) REQ(cuDevicePrimaryCtxRelease)                  \
-	REQ(cuCtxSetCurrent)                                                          \
+	REQ(cuCtxSetCurrent) REQ(cuCtxGetCurrent)                                     \
 	REQ(cuMemAlloc) REQ(cuMemFree) REQ(cuMemHostRegister)                         \
 	REQ(cuMemHostUnregister) REQ(cuMemHostGetDevicePointer)                       \
 	REQ(cuStreamCreate) REQ(cuStreamDestroy) REQ(cuStreamSynchronize)             \
@@ -74,8 +74,6 @@ static struct {
 
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
-/* The context ferry last made current on this thread. */
-static _Thread_local CUcontext tls_current;
 
 static void cu_load(void)
 {
@@ -117,7 +115,7 @@ static int cu_check(CUresult r, const char *call)
 	if (r == CUDA_SUCCESS)
 		return 0;
 	cu_names(r, &name, &text);
-	return ferry__fail(r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : FERRY_EDEVICE,
+	return ferry__fail(r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -FERRY_EDEVICE,
 			   "cuda: %s failed: %s (%d): %s", call, name, (int)r, text);
 }
 
@@ -166,18 +164,16 @@ static CUdeviceptr to_dptr(const void *p)
 	return (CUdeviceptr)(uintptr_t)p;
 }
 
-/* Makes dev's primary context current on this thread, unless ferry already did. */
+/* Makes dev's primary context current on this thread. It asks the driver
+ * rather than trusting a cache: torch or cupy may switch contexts on the
+ * same thread between two ferry calls. */
 static int bind_ctx(struct ferry__device *dev)
 {
 	struct cuda_device *d = to_cuda(dev);
-	int rc;
-
-	if (tls_current == d->ctx)
+	CUcontext now = NULL;
+	if (cu.p_cuCtxGetCurrent(&now) == CUDA_SUCCESS && now == d->ctx)
 		return 0;
-	rc = CU(cuCtxSetCurrent, d->ctx);
-	if (rc == 0)
-		tls_current = d->ctx;
-	return rc;
+	return CU(cuCtxSetCurrent, d->ctx);
 }
 
 /* ---- device ---------------------------------------------------------------- */
@@ -192,7 +188,7 @@ static int read_gate_mode(enum gate_mode *out)
 	else if (strcmp(v, "kernel") == 0)
 		*out = GATE_KERNEL;
 	else
-		return ferry__fail(FERRY_ECONFIG,
+		return ferry__fail(-FERRY_ECONFIG,
 				   "FERRY_CUDA_GATE=%s: expected auto or kernel", v);
 	return 0;
 }
@@ -207,16 +203,16 @@ static int find_device(int ordinal, CUdevice *out)
 	if (r == CUDA_SUCCESS)
 		r = cu.p_cuDeviceGetCount(&count);
 	if (r == CUDA_ERROR_NO_DEVICE || (r == CUDA_SUCCESS && count == 0))
-		return ferry__fail(FERRY_ENODEVICE, "cuda: no CUDA device");
+		return ferry__fail(-FERRY_ENODEVICE, "cuda: no CUDA device");
 	if (r == CUDA_SUCCESS && (ordinal < 0 || ordinal >= count))
-		return ferry__fail(FERRY_ENODEVICE, "cuda: device %d of %d does not exist",
+		return ferry__fail(-FERRY_ENODEVICE, "cuda: device %d of %d does not exist",
 				   ordinal, count);
 	if (r == CUDA_SUCCESS)
 		r = cu.p_cuDeviceGet(out, ordinal);
 	if (r == CUDA_SUCCESS)
 		return 0;
 	cu_names(r, &name, &text);
-	return ferry__fail(FERRY_ENODEVICE, "cuda: device %d: %s (%d): %s", ordinal, name,
+	return ferry__fail(-FERRY_ENODEVICE, "cuda: device %d: %s (%d): %s", ordinal, name,
 			   (int)r, text);
 }
 
@@ -230,7 +226,7 @@ static int cuda_open(int ordinal, struct ferry__device **out)
 	*out = NULL;
 	pthread_once(&cu_once, cu_load);
 	if (!cu.ok)
-		return ferry__fail(FERRY_ENODEVICE, "cuda: %s", cu.why);
+		return ferry__fail(-FERRY_ENODEVICE, "cuda: %s", cu.why);
 	rc = read_gate_mode(&mode);
 	if (rc == 0)
 		rc = find_device(ordinal, &dev);
@@ -261,8 +257,6 @@ static void cuda_close(struct ferry__device *dev)
 	if (d->module && bind_ctx(dev) == 0)
 		CU(cuModuleUnload, d->module);
 	CU(cuDevicePrimaryCtxRelease, d->dev);
-	if (tls_current == d->ctx)
-		tls_current = NULL;
 	pthread_mutex_destroy(&d->module_lock);
 	free(d);
 }

@@ -3,7 +3,7 @@
  * into copies, give back and commit at random, while a gate thread holds the
  * copy stream for random short delays. Every output byte is checked against
  * the pattern of its (thread, offset). The seed is printed; STRESS_SEED
- * replays one, STRESS_ROUNDS scales the work.
+ * replays one, STRESS_ROUNDS and STRESS_THREADS (default 12) scale the work.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -15,15 +15,16 @@
 #include "helpers.h"
 #include "staging.h"
 
-#define THREADS 12
+#define MAX_THREADS 64
 #define CHUNK ((size_t)16 << 10)
 
 struct stress {
 	struct ferry__device *dev;
 	struct ferry__staging *stg;
-	char *out;            /* THREADS regions of rounds * CHUNK bytes */
+	char *out;            /* one region per thread, of rounds * CHUNK bytes */
 	unsigned rounds;
 	uint64_t seed;
+	unsigned threads;
 	int stop_gates; /* atomic */
 };
 
@@ -96,8 +97,8 @@ static void *gates(void *arg)
 static void check_all(struct stress *s)
 {
 	size_t region = (size_t)s->rounds * CHUNK;
-	char *host = t_copy_back(s->dev, s->out, THREADS * region);
-	for (unsigned i = 0; i < THREADS; i++) {
+	char *host = t_copy_back(s->dev, s->out, s->threads * region);
+	for (unsigned i = 0; i < s->threads; i++) {
 		size_t at = t_check_pattern(host + i * region, region, i, 0);
 		if (at != region) {
 			char where[128];
@@ -114,25 +115,27 @@ int main(void)
 	struct stress s = { .dev = t_open_device() };
 	const char *seed = getenv("STRESS_SEED");
 	s.seed = seed ? strtoull(seed, NULL, 10) : (uint64_t)ferry__now_ns();
-	unsigned long rounds;
+	unsigned long rounds, threads;
 	T_OK(ferry__env_uint("STRESS_ROUNDS", 1, 1000000, 400, &rounds));
+	T_OK(ferry__env_uint("STRESS_THREADS", 1, MAX_THREADS, 12, &threads));
 	s.rounds = (unsigned)rounds;
-	printf("staging stress: seed %llu, %d threads x %u rounds\n", (unsigned long long)s.seed,
-	       THREADS, s.rounds);
+	s.threads = (unsigned)threads;
+	printf("staging stress: seed %llu, %u threads x %u rounds\n", (unsigned long long)s.seed,
+	       s.threads, s.rounds);
 	struct ferry__staging_config cfg = {
 		.chunk_size = CHUNK, .max_buffers = 16, .initial_buffers = 2, .launch_after = 5,
 		.placement = FERRY__STAGE_PINNED,
 	};
 	T_OK(ferry__staging_create(s.dev, &cfg, &s.stg));
-	T_OK(s.dev->ops->mem_alloc(s.dev, THREADS * (size_t)s.rounds * CHUNK, (void **)&s.out));
-	pthread_t th[THREADS], gate_thread;
-	struct worker w[THREADS];
+	T_OK(s.dev->ops->mem_alloc(s.dev, s.threads * (size_t)s.rounds * CHUNK, (void **)&s.out));
+	pthread_t th[MAX_THREADS], gate_thread;
+	struct worker w[MAX_THREADS];
 	pthread_create(&gate_thread, NULL, gates, &s);
-	for (unsigned i = 0; i < THREADS; i++) {
+	for (unsigned i = 0; i < s.threads; i++) {
 		w[i] = (struct worker){ .s = &s, .id = i, .rng = s.seed + i * 7919 + 1 };
 		pthread_create(&th[i], NULL, work, &w[i]);
 	}
-	for (unsigned i = 0; i < THREADS; i++)
+	for (unsigned i = 0; i < s.threads; i++)
 		pthread_join(th[i], NULL);
 	__atomic_store_n(&s.stop_gates, 1, __ATOMIC_RELEASE);
 	pthread_join(gate_thread, NULL);
