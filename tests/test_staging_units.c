@@ -241,6 +241,8 @@ static void test_destroy_in_flight(struct ferry__device *dev)
 	char *out;
 	T_OK(dev->ops->mem_alloc(dev, 4 * CHUNK, (void **)&out));
 	struct opener o = { .dev = dev };
+	/* Allocate before holding the stream: on CUDA an allocation may wait for it. */
+	T_OK(ferry__staging_reserve(stg, 4));
 	T_OK(dev->ops->gate_create(dev, &o.gate));
 	T_OK(dev->ops->gate_hold(dev, ferry__staging_stream(stg), o.gate));
 	for (unsigned i = 0; i < 4; i++) {

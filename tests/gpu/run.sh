@@ -1,0 +1,23 @@
+#!/bin/sh
+# The GPU machine's suite: build, every test with the CUDA device, a heavy
+# stress, and the engine's overhead against a plain copy loop. Writes logs to
+# $OUT (or ./gpu-out). Usage: sh tests/gpu/run.sh [quick]
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT"
+export FERRY_DEVICE=cuda
+{
+	date -u; nvidia-smi -L; uname -r
+	make -j"$(nproc)" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+	build/ferry env
+	echo "== make test (FERRY_DEVICE=cuda)"
+	TEST_TIMEOUT=240 sh tests/run.sh
+	cp -r build/test-logs "$OUT/test-logs" 2>/dev/null
+	echo "== seed test, spin-kernel gates"
+	FERRY_CUDA_GATE=kernel timeout 120 build/tests/test_staging_race_seed
+	echo "== heavy stress: 32 threads, 4 GiB"
+	STRESS_THREADS=32 STRESS_ROUNDS=8000 timeout 300 build/tests/test_staging_stress
+	echo "== engine overhead (8 GiB each)"
+	for c in 1M 2M 4M; do
+		FERRY_CHUNK_SIZE=$c timeout 120 build/bench/engine_overhead 8 1 4 8
+	done
+} 2>&1 | tee "$OUT/gpu-suite.log"
