@@ -454,7 +454,8 @@ static int lease(struct ferry__staging *stg, struct ferry__buf **out, int may_wa
 			rc = stg->fatal;
 			break;
 		}
-		reclaim_completed(stg);
+		if (!stg->free_list)
+			reclaim_completed(stg);
 		if (stg->free_list) {
 			*out = take_free(stg);
 			trace_buf(stg, "lease", *out, 0);
