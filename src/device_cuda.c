@@ -629,6 +629,7 @@ const struct ferry__device_ops ferry__device_cuda = {
 	.gate_hold = cuda_gate_hold,
 	.gate_open = cuda_gate_open,
 	.gate_destroy = cuda_gate_destroy,
+	.make_current = bind_ctx,
 };
 
 #endif /* FERRY_HAVE_CUDA_H */

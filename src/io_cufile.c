@@ -82,7 +82,7 @@ static struct {
 	char why[256];   /* why it is not */
 	int gds;         /* nvidia-fs is loaded: direct GDS, not compatibility mode */
 	int version;     /* cuFileGetVersion: 1000 * major + 10 * minor; 0 unknown */
-} g_cufile;
+} g_cufile = { .rc = -FERRY_EIO_BACKEND };
 static pthread_once_t g_cufile_once = PTHREAD_ONCE_INIT;
 
 struct cufile_block {
@@ -195,18 +195,26 @@ static void reopen_closed_std_fds(void)
 	}
 }
 
-/* Returns 1 under WSL, where cuFile's driver open has crashed. */
-static int running_in_wsl(void)
+/* Returns NULL when this system can host cuFile, else why not. */
+static const char *unfit_system(void)
 {
 	char text[256] = "";
-	FILE *f = fopen("/proc/sys/kernel/osrelease", "r");
+	FILE *f;
 
+	/* Without udev's database cuFile cannot identify a file's volume:
+	 * cuFileHandleRegister fails for every file, and some releases crash in
+	 * cuFileDriverOpen. */
+	if (access("/run/udev", R_OK | X_OK) != 0)
+		return "/run/udev is not readable, and cuFile needs it to register files";
+	f = fopen("/proc/sys/kernel/osrelease", "r");
 	if (!f)
-		return 0;
+		return NULL;
 	if (!fgets(text, sizeof(text), f))
 		text[0] = '\0';
 	fclose(f);
-	return strstr(text, "microsoft") || strstr(text, "Microsoft") || strstr(text, "WSL");
+	if (strstr(text, "microsoft") || strstr(text, "Microsoft") || strstr(text, "WSL"))
+		return "not used under WSL, where its driver open crashes";
+	return NULL;
 }
 
 /* Asks the open driver whether nvidia-fs serves it (direct GDS) and which
@@ -230,12 +238,13 @@ static void read_mode(void)
  * Runs on the thread of the first init, whose CUDA context is current. */
 static void load_cufile(void)
 {
+	const char *unfit = unfit_system();
 	char text[128];
 	void *lib;
 	cufile_error e;
 
-	if (running_in_wsl()) {
-		refuse("cufile: %s", "not used under WSL, where its driver open crashes");
+	if (unfit) {
+		refuse("cufile: %s", unfit);
 		return;
 	}
 	lib = dlopen("libcufile.so.0", RTLD_NOW | RTLD_LOCAL);
