@@ -90,25 +90,51 @@ static int create_staging(ferry_ctx *ctx, const struct ferry_ctx_options *opt)
 	return ferry__staging_reserve(ctx->stg, cfg.max_buffers ? cfg.max_buffers : 64);
 }
 
-int ferry_ctx_create(ferry_ctx **out, const struct ferry_ctx_options *opt_in)
+/* Opens everything but the device, which the caller opened (ctx owns it). */
+static int finish_ctx(ferry_ctx *ctx, const struct ferry_ctx_options *opt,
+		      const struct ferry__io_ops *io)
 {
-	static const struct ferry_ctx_options env_defaults = { .gpu = -1, .direct = -1 };
-	const struct ferry_ctx_options *opt = opt_in ? opt_in : &env_defaults;
-	ferry_ctx *ctx = calloc(1, sizeof(*ctx));
-	if (!ctx)
-		return ferry__fail(-ENOMEM, "out of memory");
 	int rc;
 	if ((rc = choose_threads(opt, &ctx->threads)) < 0 ||
-	    (rc = choose_direct(opt, &ctx->direct)) < 0 ||
-	    (rc = ferry__device_open(opt->device, opt->gpu, &ctx->dev)) < 0 ||
-	    (rc = choose_io(ctx, opt->io)) < 0 || (rc = create_staging(ctx, opt)) < 0 ||
-	    (ctx->threads > 1 && (rc = ferry__pool_create(ctx->threads - 1, &ctx->pool)) < 0))
-		goto err;
+	    (rc = choose_direct(opt, &ctx->direct)) < 0)
+		return rc;
+	if (io) {
+		snprintf(ctx->io_reason, sizeof(ctx->io_reason), "given by the caller");
+		rc = io_init(ctx, io);
+	} else {
+		rc = choose_io(ctx, opt->io);
+	}
+	if (rc < 0 || (rc = create_staging(ctx, opt)) < 0)
+		return rc;
+	if (ctx->threads > 1)
+		rc = ferry__pool_create(ctx->threads - 1, &ctx->pool);
+	return rc;
+}
+
+int ferry__ctx_create_on(struct ferry__device *dev, const struct ferry__io_ops *io,
+			 const struct ferry_ctx_options *opt, ferry_ctx **out)
+{
+	static const struct ferry_ctx_options env_defaults = { .gpu = -1, .direct = -1 };
+	ferry_ctx *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		dev->ops->close(dev);
+		return ferry__fail(-ENOMEM, "out of memory");
+	}
+	ctx->dev = dev;
+	int rc = finish_ctx(ctx, opt ? opt : &env_defaults, io);
+	if (rc < 0) {
+		ferry_ctx_destroy(ctx);
+		return rc;
+	}
 	*out = ctx;
 	return 0;
-err:
-	ferry_ctx_destroy(ctx);
-	return rc;
+}
+
+int ferry_ctx_create(ferry_ctx **out, const struct ferry_ctx_options *opt)
+{
+	struct ferry__device *dev;
+	int rc = ferry__device_open(opt ? opt->device : NULL, opt ? opt->gpu : -1, &dev);
+	return rc < 0 ? rc : ferry__ctx_create_on(dev, NULL, opt, out);
 }
 
 int ferry_ctx_destroy(ferry_ctx *ctx)

@@ -19,4 +19,10 @@ struct ferry_ctx {
 	char io_reason[160];     /* why this IO backend was chosen */
 };
 
+/* A context on a device the caller opened (the context then owns it), with io
+ * as the IO backend (NULL: chosen as ferry_ctx_create does). For tests that
+ * wrap the device or the IO backend to inject faults. */
+int ferry__ctx_create_on(struct ferry__device *dev, const struct ferry__io_ops *io,
+			 const struct ferry_ctx_options *opt, ferry_ctx **out);
+
 #endif
