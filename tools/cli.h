@@ -15,10 +15,13 @@ struct ferry_cli_command {
 };
 
 int ferry_cli_env(int argc, char **argv);
+/* `ferry --version`: the version line, then the env report. */
+int ferry_cli_version(void);
 int ferry_cli_info(int argc, char **argv);
 int ferry_cli_read(int argc, char **argv);
 int ferry_cli_gen(int argc, char **argv);
 int ferry_cli_demo(int argc, char **argv);
+int ferry_cli_bench(int argc, char **argv);
 /* `ferry read --root/--list/--files ...`: the dataset reader (cmd_read_dataset.c). */
 int ferry_cli_read_dataset(int argc, char **argv);
 

@@ -15,6 +15,7 @@ static const struct ferry_cli_command commands[] = {
 	{ "gen", "write a seeded synthetic .npy dataset", ferry_cli_gen },
 	{ "demo", "make a small dataset, load it onto the device, verify it, print the throughput",
 	  ferry_cli_demo },
+	{ "bench", "measure ferry against its ceilings and other loaders", ferry_cli_bench },
 };
 
 static void usage(FILE *out)
@@ -72,11 +73,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "--version")) {
-		char *env_argv[] = { "env", NULL };
-		printf("ferry %s\n", ferry_version());
-		return ferry_cli_env(1, env_argv);
-	}
+	if (!strcmp(argv[1], "--version"))
+		return ferry_cli_version();
 	for (size_t i = 0; i < FERRY__ARRAY_LEN(commands); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);

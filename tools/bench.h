@@ -1,0 +1,195 @@
+/* `ferry bench` (cmd_bench.c and bench_*.c): what its parts share. */
+#ifndef FERRY_BENCH_H
+#define FERRY_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ferry.h"
+
+#define FERRY_BENCH_MAX_RUNS 512
+#define FERRY_BENCH_MAX_THREADS 64
+
+/* The files one run loads: payload sizes and offsets come from their headers. */
+struct ferry_bench_dataset {
+	char dir[4096];
+	char workload[64];
+	unsigned count;
+	char **paths;
+	uint64_t *nbytes;       /* payload bytes of each file */
+	uint64_t *data_offset;  /* where each payload starts */
+	uint64_t *file_size;    /* bytes of each file */
+	uint64_t total_bytes;   /* sum of nbytes */
+	uint64_t max_file_size; /* of file_size */
+};
+
+/* Cold-cache runs: how the page cache is kept out of them. */
+enum ferry_bench_cold {
+	FERRY_BENCH_COLD_DROP,    /* echo 3 > /proc/sys/vm/drop_caches before each run */
+	FERRY_BENCH_COLD_DIRECT,  /* not permitted: O_DIRECT reads only */
+};
+
+/* What the whole bench was asked to do. */
+struct ferry_bench_options {
+	int json;
+	const char *dir;
+	const char *workload;   /* large, medium, small or a label */
+	const char *series;     /* a label for merged results ("matrix") */
+	unsigned files;         /* 0: the workload's, or every .npy in dir */
+	uint64_t size;          /* payload bytes per file (0: the workload's) */
+	int warm, cold;         /* --cache */
+	unsigned tools;         /* FERRY_BENCH_TOOL_* bits */
+	unsigned backends;      /* FERRY_BENCH_BACKEND_* bits */
+	unsigned threads[FERRY_BENCH_MAX_THREADS];
+	unsigned nthreads;      /* 0: the default sweep */
+	unsigned callers;       /* ferry: threads calling ferry_load_into (0: auto) */
+	size_t chunk;           /* 0: each tool's default */
+	double seconds_limit;   /* each run stops after this (s) */
+	double min_seconds;     /* warm runs repeat the dataset for at least this (s) */
+	double budget_seconds;  /* the whole bench; later runs are skipped (0: none) */
+	int ceilings_only;
+	const char *device;     /* ferry_ctx_options.device (NULL: FERRY_DEVICE / auto) */
+};
+
+enum {
+	FERRY_BENCH_TOOL_FERRY = 1u << 0,
+	FERRY_BENCH_TOOL_NAIVE_C = 1u << 1,
+	FERRY_BENCH_TOOL_TUNED_PREAD = 1u << 2,
+	FERRY_BENCH_TOOL_CUFILE_PER_FILE = 1u << 3,
+};
+
+enum {
+	FERRY_BENCH_BACKEND_POSIX = 1u << 0,
+	FERRY_BENCH_BACKEND_POSIX_DIRECT = 1u << 1,
+	FERRY_BENCH_BACKEND_URING = 1u << 2,
+	FERRY_BENCH_BACKEND_URING_DIRECT = 1u << 3,
+	FERRY_BENCH_BACKEND_CUFILE = 1u << 4,
+};
+
+/* One measured (or unavailable) configuration. */
+struct ferry_bench_run {
+	char tool[32];
+	char backend[32];
+	const char *cache;       /* "warm" or "cold" */
+	const char *cold_method; /* "drop_caches", "o_direct" or NULL */
+	unsigned threads;
+	unsigned callers;        /* threads calling the tool's per-file function */
+	size_t chunk;            /* 0: not applicable */
+	double gbps, files_per_s, cpu_s_per_gb, ratio_to_ceiling;
+	double seconds;
+	uint64_t bytes, files;
+	int available;
+	int best;                /* the fastest of its tool, backend and cache */
+	char note[320];
+};
+
+/* Ceilings: 0 means not measured (JSON null). */
+struct ferry_bench_ceilings {
+	double pinned_h2d_gbps;
+	double storage_direct_gbps;
+	double page_cache_gbps;
+	char pinned_h2d_note[320], storage_direct_note[320], page_cache_note[320];
+};
+
+struct ferry_bench_report {
+	char machine[256];
+	char date[64];
+	char device[256];
+	char device_kind[16];
+	struct ferry_bench_ceilings ceilings;
+	struct ferry_bench_run runs[FERRY_BENCH_MAX_RUNS];
+	unsigned nruns;
+	char notes[4][320];
+	unsigned nnotes;
+};
+
+/* How long one run may take and whether it repeats the dataset. */
+struct ferry_bench_limits {
+	double seconds_limit;
+	double min_seconds; /* 0: one pass */
+};
+
+/* What a timed run measured. */
+struct ferry_bench_measure {
+	double seconds, cpu_seconds;
+	uint64_t bytes, files;
+	int error;             /* first error (0: none) */
+	char message[256];     /* its text */
+};
+
+/*
+ * A tool that loads one file at a time: per-thread state made outside the
+ * timed part, then load_one for file indices until the run ends, then finish
+ * (inside the timed part: wait for outstanding copies) and fini (outside).
+ */
+struct ferry_bench_tool {
+	void *arg;
+	int (*thread_init)(void *arg, unsigned thread, void **state);
+	int (*load_one)(void *arg, void *state, unsigned file);
+	int (*finish)(void *arg, void *state); /* may be NULL */
+	void (*thread_fini)(void *arg, void *state);
+};
+
+/* ---- bench_dataset.c ---- */
+
+/* Lists the .npy files of opt->dir (generating the workload there first when
+ * it is missing) and reads their headers. Returns 0, or 1 after a message. */
+int ferry_bench_dataset_open(const struct ferry_bench_options *opt, struct ferry_bench_dataset *ds);
+void ferry_bench_dataset_close(struct ferry_bench_dataset *ds);
+/* Workload presets: files and payload bytes. Returns 0, or -1 when unknown. */
+int ferry_bench_workload_preset(const char *name, unsigned *files, uint64_t *size);
+
+/* Returns 1 when writing 3 to /proc/sys/vm/drop_caches works (it drops them). */
+int ferry_bench_drop_caches(void);
+/* Reads every file once with buffered reads so the page cache holds them. */
+void ferry_bench_warm_files(const struct ferry_bench_dataset *ds);
+
+/* ---- bench_drive.c ---- */
+
+/* Runs tool on threads threads over ds (files split by a shared counter) and
+ * measures wall time, process CPU time, bytes (payload) and files. */
+void ferry_bench_drive(const struct ferry_bench_dataset *ds, const struct ferry_bench_limits *lim,
+		       unsigned threads, const struct ferry_bench_tool *tool,
+		       struct ferry_bench_measure *out);
+/* Fills a run's rates from a measure (available, or not with the error as note). */
+void ferry_bench_fill_run(struct ferry_bench_run *run, const struct ferry_bench_measure *m);
+/* Process user + system CPU seconds so far. */
+double ferry_bench_cpu_seconds(void);
+/* Cores online (at least 1). */
+unsigned ferry_bench_cores(void);
+
+/* ---- bench_ceilings.c ---- */
+
+/* Measures the three ceilings on ctx's device and the dataset. */
+void ferry_bench_ceilings(ferry_ctx *ctx, const struct ferry_bench_dataset *ds,
+			  const struct ferry_bench_options *opt, struct ferry_bench_ceilings *out);
+
+/* ---- bench_tools.c ---- */
+
+/* Each fills run (tool, backend, threads, chunk, rates, available, note). */
+void ferry_bench_run_ferry(const struct ferry_bench_options *opt,
+			   const struct ferry_bench_dataset *ds, const struct ferry_bench_limits *lim,
+			   const char *backend, unsigned threads, struct ferry_bench_run *run);
+void ferry_bench_run_naive_c(const struct ferry_bench_options *opt,
+			     const struct ferry_bench_dataset *ds,
+			     const struct ferry_bench_limits *lim, struct ferry_bench_run *run);
+void ferry_bench_run_tuned_pread(ferry_ctx *ctx, const struct ferry_bench_options *opt,
+				 const struct ferry_bench_dataset *ds,
+				 const struct ferry_bench_limits *lim, unsigned threads, int direct,
+				 struct ferry_bench_run *run);
+void ferry_bench_run_cufile_per_file(const struct ferry_bench_options *opt,
+				     const struct ferry_bench_dataset *ds,
+				     const struct ferry_bench_limits *lim, unsigned threads,
+				     struct ferry_bench_run *run);
+
+/* ---- bench_report.c ---- */
+
+void ferry_bench_print_json(const struct ferry_bench_report *r, const struct ferry_bench_options *opt,
+			    const struct ferry_bench_dataset *ds);
+void ferry_bench_print_table(const struct ferry_bench_report *r,
+			     const struct ferry_bench_options *opt,
+			     const struct ferry_bench_dataset *ds);
+/* "\r<text>" on stderr when it is a terminal (NULL: clears the line). */
+void ferry_bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,558 @@
+/* `ferry bench`: ferry against its ceilings and the loaders people write
+ * instead, in one run on one machine (bench_*.c hold the parts). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "cli.h"
+#include "common.h"
+#include "context.h"
+
+static const char bench_help[] =
+	"usage: ferry bench [--json] [--dir DIR] [--workload large|medium|small|NAME]\n"
+	"                   [--files N --size BYTES] [--cache warm|cold|warm,cold]\n"
+	"                   [--tools LIST] [--backends LIST] [--threads LIST] [--chunk SIZE]\n"
+	"                   [--callers N] [--seconds-limit S] [--min-seconds S]\n"
+	"                   [--budget-seconds S] [--series NAME] [--device auto|cuda|host]\n"
+	"                   [--ceilings-only]\n"
+	"\n"
+	"Measures, on this machine, how fast .npy files reach device memory: three\n"
+	"ceilings, then ferry through each IO backend and the loaders people write\n"
+	"instead, each in GB/s of payload, files/s and CPU seconds (user + system of\n"
+	"the process) per GB.\n"
+	"\n"
+	"Dataset:\n"
+	"  --dir DIR          the files: with --workload large|medium|small or --files and\n"
+	"                     --size, DIR/sample_NNNNNN.npy (written first with ferry gen's\n"
+	"                     formula, float32, seed 1, when missing); else every *.npy in\n"
+	"                     DIR. Default: $TMPDIR/ferry-bench/WORKLOAD (/var/tmp/...)\n"
+	"  --workload NAME    large: 64 x 64 MiB, medium: 1024 x 4 MiB, small: 16384 x\n"
+	"                     128 KiB; another NAME is a label for --dir or --files/--size\n"
+	"  --files N, --size BYTES  the dataset's shape instead of a preset's\n"
+	"\n"
+	"Ceilings (always measured; --ceilings-only stops there):\n"
+	"  pinned_h2d         async copies of a 256 MiB pinned buffer to device memory\n"
+	"  storage_direct     ferry's IO layer reading the dataset with O_DIRECT into\n"
+	"                     aligned memory, no copy: io_uring, 8 x 1 MiB in flight on\n"
+	"                     min(cores, 8) threads (pread on 2 x cores threads, at most 32,\n"
+	"                     without liburing)\n"
+	"  page_cache         buffered 1 MiB reads of the warm dataset, min(cores, 16)\n"
+	"                     threads\n"
+	"\n"
+	"Runs:\n"
+	"  --cache LIST       warm: files in the page cache (read once before); cold: the\n"
+	"                     page cache dropped before each run (echo 3 >\n"
+	"                     /proc/sys/vm/drop_caches) where that is permitted, else only\n"
+	"                     O_DIRECT reads (cold_method says which). (warm)\n"
+	"  --tools LIST       ferry, naive_c, tuned_pread, cufile_per_file (all):\n"
+	"                     ferry: ferry_load_into into a reused device buffer per calling\n"
+	"                       thread; one context; files split across the callers\n"
+	"                     naive_c: open + read into malloc'ed memory + a synchronous\n"
+	"                       pageable copy (ferry_copy_to_device), one thread\n"
+	"                     tuned_pread: T threads, each pread-ing whole files into two\n"
+	"                       pinned chunk buffers and queueing async copies on its own\n"
+	"                       stream, an event per buffer (O_DIRECT under cold o_direct)\n"
+	"                     cufile_per_file: cuFileRead of each payload into a device\n"
+	"                       buffer registered once per thread (cold runs only; needs\n"
+	"                       the cuda device and libcufile)\n"
+	"  --backends LIST    ferry's IO: posix, posix_direct, uring, uring_direct, cufile\n"
+	"                     (all). Warm runs use the buffered ones; O_DIRECT ones (and\n"
+	"                     cufile, which opens files with O_DIRECT) run cold\n"
+	"  --threads LIST     thread counts to sweep, e.g. 1,4,8,16 (1,2,4,.. up to the\n"
+	"                     cores, and the cores); ferry also runs once with its default\n"
+	"  --chunk SIZE       ferry's staging chunk (its default, 2M) and tuned_pread's\n"
+	"                     buffers (1M); a power of two, 4k..16M\n"
+	"  --callers N        threads calling ferry_load_into (default: ceil(4 x threads x\n"
+	"                     chunk / average file size), between 1 and threads)\n"
+	"  --seconds-limit S  a run stops after the file in hand when S have passed (5)\n"
+	"  --min-seconds S    warm runs repeat the dataset until S have passed (1)\n"
+	"  --budget-seconds S runs that would start after S are reported as skipped (none)\n"
+	"  --series NAME      a label copied into every run (matrix)\n"
+	"  --device NAME      the device to load onto (FERRY_DEVICE, else auto)\n"
+	"\n"
+	"Output: a table on stdout, or with --json one JSON document: machine, date,\n"
+	"device, ceilings {pinned_h2d_gbps, storage_direct_gbps, page_cache_gbps} and\n"
+	"runs [{tool, backend, workload, cache, cold_method, threads, chunk, gbps,\n"
+	"files_per_s, cpu_s_per_gb, ratio_to_ceiling, available, note, ...}]. ratio is to\n"
+	"pinned_h2d for warm runs, to storage_direct for cold ones. A progress line goes\n"
+	"to stderr when it is a terminal. Nothing here checks the loaded bytes (ferry read\n"
+	"--verify does).\n"
+	"Exit status: 0 when the bench ran (runs may be unavailable), 1 on an error, 2 on\n"
+	"bad usage.\n";
+
+static const char *const tool_names[] = { "ferry", "naive_c", "tuned_pread", "cufile_per_file" };
+static const char *const backend_names[] = { "posix", "posix_direct", "uring", "uring_direct",
+					     "cufile" };
+
+/* ---- options ---- */
+
+/* Sets a bit per name of a comma-separated list. Returns 0 or -1. */
+static int parse_names(const char *list, const char *const *names, size_t n, unsigned *bits)
+{
+	char buf[512];
+	char *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	*bits = 0;
+	for (char *name = strtok_r(buf, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		size_t i = 0;
+		while (i < n && strcmp(name, names[i]))
+			i++;
+		if (i == n)
+			return -1;
+		*bits |= 1u << i;
+	}
+	return *bits ? 0 : -1;
+}
+
+static int parse_threads(const char *list, struct ferry_bench_options *opt)
+{
+	char buf[512];
+	char *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	opt->nthreads = 0;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *end;
+		unsigned long v = strtoul(t, &end, 10);
+		if (*end || !v || v > FERRY_BENCH_MAX_THREADS || opt->nthreads == FERRY_BENCH_MAX_THREADS)
+			return -1;
+		opt->threads[opt->nthreads++] = (unsigned)v;
+	}
+	return opt->nthreads ? 0 : -1;
+}
+
+static int parse_cache(const char *list, struct ferry_bench_options *opt)
+{
+	static const char *const names[] = { "warm", "cold" };
+	unsigned bits;
+	if (!strcmp(list, "both"))
+		list = "warm,cold";
+	if (parse_names(list, names, 2, &bits))
+		return -1;
+	opt->warm = bits & 1;
+	opt->cold = (bits >> 1) & 1;
+	return 0;
+}
+
+static int parse_seconds(const char *text, double *out)
+{
+	char *end;
+	double v = strtod(text, &end);
+	if (*end || !(v >= 0) || v > 1e6)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_chunk(const char *text, size_t *out)
+{
+	uint64_t v;
+	if (ferry_cli_parse_size(text, &v) || v < 4096 || v > (16u << 20) || (v & (v - 1)))
+		return -1;
+	*out = (size_t)v;
+	return 0;
+}
+
+static int parse_count(const char *text, unsigned max, unsigned *out)
+{
+	uint64_t v;
+	if (ferry_cli_parse_size(text, &v) || !v || v > max)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int usage_error(const char *option, const char *value, const char *expected)
+{
+	fprintf(stderr, "ferry: bench: %s %s: expected %s\n", option, value, expected);
+	return 2;
+}
+
+/* Applies one option. Returns -1 to go on, else an exit status. */
+static int apply_option(int c, const char *arg, struct ferry_bench_options *opt)
+{
+	switch (c) {
+	case 'j': opt->json = 1; return -1;
+	case 'd': opt->dir = arg; return -1;
+	case 'w': opt->workload = arg; return -1;
+	case 'S': opt->series = arg; return -1;
+	case 'D': opt->device = arg; return -1;
+	case 'o': opt->ceilings_only = 1; return -1;
+	case 'n': return parse_count(arg, 10000000, &opt->files) ? usage_error("--files", arg, "1..10000000") : -1;
+	case 's': return ferry_cli_parse_size(arg, &opt->size) || !opt->size || opt->size % 4 ? usage_error("--size", arg, "a multiple of 4 bytes, e.g. 4M") : -1;
+	case 'c': return parse_cache(arg, opt) ? usage_error("--cache", arg, "warm, cold or warm,cold") : -1;
+	case 't': return parse_names(arg, tool_names, FERRY__ARRAY_LEN(tool_names), &opt->tools) ? usage_error("--tools", arg, "a list of ferry, naive_c, tuned_pread, cufile_per_file") : -1;
+	case 'b': return parse_names(arg, backend_names, FERRY__ARRAY_LEN(backend_names), &opt->backends) ? usage_error("--backends", arg, "a list of posix, posix_direct, uring, uring_direct, cufile") : -1;
+	case 'T': return parse_threads(arg, opt) ? usage_error("--threads", arg, "a list such as 1,4,8 (each 1..64)") : -1;
+	case 'k': return parse_chunk(arg, &opt->chunk) ? usage_error("--chunk", arg, "a power of two, 4k..16M") : -1;
+	case 'C': return parse_count(arg, FERRY_BENCH_MAX_THREADS, &opt->callers) ? usage_error("--callers", arg, "1..64") : -1;
+	case 'l': return parse_seconds(arg, &opt->seconds_limit) ? usage_error("--seconds-limit", arg, "seconds") : -1;
+	case 'm': return parse_seconds(arg, &opt->min_seconds) ? usage_error("--min-seconds", arg, "seconds") : -1;
+	case 'B': return parse_seconds(arg, &opt->budget_seconds) ? usage_error("--budget-seconds", arg, "seconds") : -1;
+	case 'h': fputs(bench_help, stdout); return 0;
+	default: fputs(bench_help, stderr); return 2;
+	}
+}
+
+static int parse_bench_options(int argc, char **argv, struct ferry_bench_options *opt)
+{
+	static const struct option options[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "workload", required_argument, NULL, 'w' },
+		{ "files", required_argument, NULL, 'n' },
+		{ "size", required_argument, NULL, 's' },
+		{ "cache", required_argument, NULL, 'c' },
+		{ "tools", required_argument, NULL, 't' },
+		{ "backends", required_argument, NULL, 'b' },
+		{ "threads", required_argument, NULL, 'T' },
+		{ "chunk", required_argument, NULL, 'k' },
+		{ "callers", required_argument, NULL, 'C' },
+		{ "seconds-limit", required_argument, NULL, 'l' },
+		{ "min-seconds", required_argument, NULL, 'm' },
+		{ "budget-seconds", required_argument, NULL, 'B' },
+		{ "series", required_argument, NULL, 'S' },
+		{ "device", required_argument, NULL, 'D' },
+		{ "ceilings-only", no_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c, status;
+
+	*opt = (struct ferry_bench_options){
+		.series = "matrix", .warm = 1, .tools = ~0u, .backends = ~0u,
+		.seconds_limit = 5, .min_seconds = 1,
+	};
+	optind = 0; /* reset getopt for a subcommand */
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1)
+		if ((status = apply_option(c, optarg, opt)) >= 0)
+			return status;
+	if (optind < argc) {
+		fprintf(stderr, "ferry: bench: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (opt->seconds_limit <= 0)
+		opt->seconds_limit = 1e6;
+	return -1;
+}
+
+/* ---- the matrix ---- */
+
+struct bench {
+	struct ferry_bench_options opt;
+	struct ferry_bench_dataset ds;
+	struct ferry_bench_report report;
+	ferry_ctx *ctx;            /* device for the ceilings and tuned_pread */
+	enum ferry_bench_cold cold_method;
+	uint64_t start_ns;
+	unsigned sweep[FERRY_BENCH_MAX_THREADS];
+	unsigned nsweep;
+};
+
+static void add_note(struct bench *b, const char *text)
+{
+	if (b->report.nnotes < FERRY__ARRAY_LEN(b->report.notes))
+		snprintf(b->report.notes[b->report.nnotes++], sizeof(b->report.notes[0]), "%s", text);
+}
+
+/* 1,2,4,... below the cores, then the cores; or --threads. */
+static void make_sweep(struct bench *b)
+{
+	unsigned cores = ferry_bench_cores();
+
+	if (b->opt.nthreads) {
+		memcpy(b->sweep, b->opt.threads, sizeof(b->sweep));
+		b->nsweep = b->opt.nthreads;
+		return;
+	}
+	for (unsigned t = 1; t < cores && b->nsweep + 1 < FERRY_BENCH_MAX_THREADS; t *= 2)
+		b->sweep[b->nsweep++] = t;
+	b->sweep[b->nsweep++] = cores < FERRY_BENCH_MAX_THREADS ? cores : FERRY_BENCH_MAX_THREADS;
+}
+
+static int budget_spent(const struct bench *b)
+{
+	double elapsed = (double)(ferry__now_ns() - b->start_ns) / 1e9;
+	return b->opt.budget_seconds > 0 && elapsed >= b->opt.budget_seconds;
+}
+
+/* A new run of the report for cache, or NULL when the report is full. */
+static struct ferry_bench_run *new_run(struct bench *b, int cold)
+{
+	struct ferry_bench_run *run;
+
+	if (b->report.nruns == FERRY_BENCH_MAX_RUNS)
+		return NULL;
+	run = &b->report.runs[b->report.nruns++];
+	memset(run, 0, sizeof(*run));
+	run->cache = cold ? "cold" : "warm";
+	if (cold)
+		run->cold_method = b->cold_method == FERRY_BENCH_COLD_DROP ? "drop_caches" : "o_direct";
+	return run;
+}
+
+/* Fills the ratio to the ceiling that bounds the run. */
+static void set_ratio(const struct bench *b, struct ferry_bench_run *run)
+{
+	double ceiling = strcmp(run->cache, "cold") ? b->report.ceilings.pinned_h2d_gbps
+						    : b->report.ceilings.storage_direct_gbps;
+	run->ratio_to_ceiling = run->available && ceiling > 0 ? run->gbps / ceiling : 0;
+}
+
+/* Gets a run ready to start: 0 to measure, -1 when the budget is spent. */
+static int begin_run(struct bench *b, struct ferry_bench_run *run, int cold)
+{
+	if (budget_spent(b)) {
+		run->available = 0;
+		snprintf(run->note, sizeof(run->note), "skipped: --budget-seconds %g spent",
+			 b->opt.budget_seconds);
+		return -1;
+	}
+	ferry_bench_progress("[%u] %s %s %s threads %u", b->report.nruns, run->tool, run->backend,
+			     run->cache, run->threads);
+	if (cold && b->cold_method == FERRY_BENCH_COLD_DROP)
+		ferry_bench_drop_caches();
+	return 0;
+}
+
+static void end_run(struct bench *b, struct ferry_bench_run *run)
+{
+	set_ratio(b, run);
+}
+
+static struct ferry_bench_limits run_limits(const struct bench *b, int cold)
+{
+	/* Cold runs read the dataset once: a second pass would be warm. */
+	struct ferry_bench_limits lim = { b->opt.seconds_limit, cold ? 0 : b->opt.min_seconds };
+	return lim;
+}
+
+/* Whether ferry's backend runs under this cache state. */
+static int backend_runs(const struct bench *b, const char *backend, int cold)
+{
+	int reads_direct = strstr(backend, "direct") || !strcmp(backend, "cufile");
+	if (!cold)
+		return !reads_direct;
+	return b->cold_method == FERRY_BENCH_COLD_DROP || reads_direct;
+}
+
+static void ferry_once(struct bench *b, const char *backend, unsigned threads, int cold,
+		       unsigned *default_threads, int *available)
+{
+	struct ferry_bench_limits lim = run_limits(b, cold);
+	struct ferry_bench_run *run = new_run(b, cold);
+
+	if (!run)
+		return;
+	snprintf(run->tool, sizeof(run->tool), "ferry");
+	snprintf(run->backend, sizeof(run->backend), "%s", backend);
+	run->threads = threads;
+	if (begin_run(b, run, cold) == 0)
+		ferry_bench_run_ferry(&b->opt, &b->ds, &lim, backend, threads, run);
+	end_run(b, run);
+	if (!threads)
+		*default_threads = run->threads;
+	*available = run->available || !strncmp(run->note, "skipped", 7);
+}
+
+/* ferry through backend: its defaults, then the sweep. */
+static void ferry_backend(struct bench *b, const char *backend, int cold)
+{
+	unsigned default_threads = 0;
+	int available;
+
+	ferry_once(b, backend, 0, cold, &default_threads, &available);
+	for (unsigned i = 0; available && i < b->nsweep; i++)
+		if (b->sweep[i] != default_threads)
+			ferry_once(b, backend, b->sweep[i], cold, &default_threads, &available);
+}
+
+static void run_ferry(struct bench *b, int cold)
+{
+	for (size_t i = 0; i < FERRY__ARRAY_LEN(backend_names); i++)
+		if ((b->opt.backends & (1u << i)) && backend_runs(b, backend_names[i], cold))
+			ferry_backend(b, backend_names[i], cold);
+}
+
+static void run_naive_c(struct bench *b, int cold)
+{
+	struct ferry_bench_limits lim = run_limits(b, cold);
+	struct ferry_bench_run *run = new_run(b, cold);
+
+	if (!run)
+		return;
+	snprintf(run->tool, sizeof(run->tool), "naive_c");
+	snprintf(run->backend, sizeof(run->backend), "read+pageable_copy");
+	run->threads = run->callers = 1;
+	if (cold && b->cold_method == FERRY_BENCH_COLD_DIRECT)
+		snprintf(run->note, sizeof(run->note),
+			 "not available: dropping the page cache is not permitted here and a "
+			 "naive reader has no O_DIRECT path");
+	else if (begin_run(b, run, cold) == 0)
+		ferry_bench_run_naive_c(&b->opt, &b->ds, &lim, run);
+	end_run(b, run);
+}
+
+static void run_tuned_pread(struct bench *b, int cold)
+{
+	struct ferry_bench_limits lim = run_limits(b, cold);
+	int direct = cold && b->cold_method == FERRY_BENCH_COLD_DIRECT;
+
+	for (unsigned i = 0; i < b->nsweep; i++) {
+		struct ferry_bench_run *run = new_run(b, cold);
+		if (!run)
+			return;
+		snprintf(run->tool, sizeof(run->tool), "tuned_pread");
+		snprintf(run->backend, sizeof(run->backend), direct ? "pread_direct" : "pread");
+		run->threads = b->sweep[i];
+		if (begin_run(b, run, cold) == 0)
+			ferry_bench_run_tuned_pread(b->ctx, &b->opt, &b->ds, &lim, b->sweep[i], direct,
+						    run);
+		end_run(b, run);
+		if (!run->available && strncmp(run->note, "skipped", 7))
+			return;
+	}
+}
+
+static void run_cufile_per_file(struct bench *b, int cold)
+{
+	struct ferry_bench_limits lim = run_limits(b, cold);
+
+	for (unsigned i = 0; cold && i < b->nsweep; i++) {
+		struct ferry_bench_run *run = new_run(b, cold);
+		if (!run)
+			return;
+		snprintf(run->tool, sizeof(run->tool), "cufile_per_file");
+		snprintf(run->backend, sizeof(run->backend), "cufile");
+		run->threads = b->sweep[i];
+		if (begin_run(b, run, cold) == 0)
+			ferry_bench_run_cufile_per_file(&b->opt, &b->ds, &lim, b->sweep[i], run);
+		end_run(b, run);
+		if (!run->available && strncmp(run->note, "skipped", 7))
+			return; /* not available: once is enough */
+	}
+}
+
+static void run_cache_state(struct bench *b, int cold)
+{
+	if (!cold)
+		ferry_bench_warm_files(&b->ds);
+	if (b->opt.tools & FERRY_BENCH_TOOL_FERRY)
+		run_ferry(b, cold);
+	if (b->opt.tools & FERRY_BENCH_TOOL_NAIVE_C)
+		run_naive_c(b, cold);
+	if (b->opt.tools & FERRY_BENCH_TOOL_TUNED_PREAD)
+		run_tuned_pread(b, cold);
+	if (b->opt.tools & FERRY_BENCH_TOOL_CUFILE_PER_FILE)
+		run_cufile_per_file(b, cold);
+}
+
+static int same_group(const struct ferry_bench_run *a, const struct ferry_bench_run *b)
+{
+	return !strcmp(a->tool, b->tool) && !strcmp(a->backend, b->backend) &&
+	       !strcmp(a->cache, b->cache);
+}
+
+/* Marks the fastest run of each (tool, backend, cache) that has several. */
+static void mark_best(struct ferry_bench_report *r)
+{
+	for (unsigned i = 0; i < r->nruns; i++) {
+		struct ferry_bench_run *a = &r->runs[i];
+		int best = a->available, rivals = 0;
+		for (unsigned j = 0; best && j < r->nruns; j++) {
+			const struct ferry_bench_run *o = &r->runs[j];
+			if (j == i || !o->available || !same_group(a, o))
+				continue;
+			rivals++;
+			if (o->gbps > a->gbps || (o->gbps == a->gbps && j < i))
+				best = 0;
+		}
+		a->best = best && rivals > 0;
+	}
+}
+
+/* ---- setting up ---- */
+
+static void describe_machine(struct bench *b)
+{
+	struct ferry_bench_report *r = &b->report;
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (gethostname(r->machine, sizeof(r->machine)))
+		snprintf(r->machine, sizeof(r->machine), "unknown");
+	r->machine[sizeof(r->machine) - 1] = 0;
+	gmtime_r(&now, &tm);
+	strftime(r->date, sizeof(r->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	b->ctx->dev->ops->describe(b->ctx->dev, r->device, sizeof(r->device));
+	snprintf(r->device_kind, sizeof(r->device_kind), "%s", ferry_ctx_device_kind(b->ctx));
+	if (strcmp(r->device_kind, "cuda"))
+		add_note(b, "no GPU in use: the host device stands in (copies are memcpy); GPU-only "
+			    "runs are reported as not available");
+}
+
+static void choose_cold_method(struct bench *b)
+{
+	if (!b->opt.cold)
+		return;
+	if (ferry_bench_drop_caches()) {
+		b->cold_method = FERRY_BENCH_COLD_DROP;
+		add_note(b, "cold runs: the page cache is dropped before each (drop_caches)");
+	} else {
+		b->cold_method = FERRY_BENCH_COLD_DIRECT;
+		add_note(b, "cold runs: writing /proc/sys/vm/drop_caches is not permitted, so "
+			    "cold means O_DIRECT reads (o_direct); buffered tools are not available");
+	}
+}
+
+static int open_bench(struct bench *b)
+{
+	struct ferry_ctx_options o = { .device = b->opt.device, .gpu = -1, .io = "posix",
+				       .threads = 1, .max_buffers = 1 };
+	int rc;
+
+	b->start_ns = ferry__now_ns();
+	if (ferry_bench_dataset_open(&b->opt, &b->ds))
+		return 1;
+	ferry__clear_error();
+	rc = ferry_ctx_create(&b->ctx, &o);
+	if (rc < 0)
+		return ferry_cli_error("cannot open a context", rc);
+	make_sweep(b);
+	describe_machine(b);
+	choose_cold_method(b);
+	return 0;
+}
+
+int ferry_cli_bench(int argc, char **argv)
+{
+	struct bench *b = calloc(1, sizeof(*b));
+	int status;
+
+	if (!b)
+		return fprintf(stderr, "ferry: bench: out of memory\n"), 1;
+	status = parse_bench_options(argc, argv, &b->opt);
+	if (status < 0 && (status = open_bench(b)) == 0) {
+		ferry_bench_ceilings(b->ctx, &b->ds, &b->opt, &b->report.ceilings);
+		for (int cold = 0; cold < 2 && !b->opt.ceilings_only; cold++)
+			if (cold ? b->opt.cold : b->opt.warm)
+				run_cache_state(b, cold);
+		mark_best(&b->report);
+		ferry_bench_progress(NULL);
+		if (b->opt.json)
+			ferry_bench_print_json(&b->report, &b->opt, &b->ds);
+		else
+			ferry_bench_print_table(&b->report, &b->opt, &b->ds);
+	}
+	if (b->ctx)
+		ferry_ctx_destroy(b->ctx);
+	ferry_bench_dataset_close(&b->ds);
+	free(b);
+	return status;
+}

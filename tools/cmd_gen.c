@@ -1,0 +1,377 @@
+/* `ferry gen`: a seeded synthetic .npy dataset whose every byte can be recomputed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "common.h"
+#include "npy.h"
+
+static const char gen_help[] =
+	"usage: ferry gen --out DIR [--files N] [--size BYTES] [--dtype NAME] [--shape AxB...]\n"
+	"                 [--seed S] [--fortran] [--big-endian] [--mix]\n"
+	"\n"
+	"Writes N synthetic .npy files DIR/sample_000000.npy, sample_000001.npy, ... (DIR\n"
+	"is created when missing). Each holds a 1-D array of BYTES / itemsize elements,\n"
+	"or the --shape given, whose payload is a function of (seed, file index, offset).\n"
+	"\n"
+	"  --out DIR        where to write (required)\n"
+	"  --files N        how many files (16)\n"
+	"  --size BYTES     payload bytes per file: 4096, 64k, 4M, 1G (1M); a multiple of\n"
+	"                   the itemsize\n"
+	"  --dtype NAME     bool, int8..int64, uint8..uint64, float16, float32, float64,\n"
+	"                   complex64, complex128 (float32)\n"
+	"  --shape AxB...   the array's shape instead of --size, e.g. 64x3x224x224;\n"
+	"                   --shape '' writes a rank-0 array\n"
+	"  --seed S         seed of the payload formula (0)\n"
+	"  --fortran        write fortran_order True\n"
+	"  --big-endian     write descr '>' (one-byte dtypes are always '|')\n"
+	"  --mix            vary the dtype, byte order, memory order, rank (0..4), format\n"
+	"                   version (1.0, 2.0, 3.0) and size per file, with an empty array\n"
+	"                   now and then; --size is then a target. For tests.\n"
+	"\n"
+	"Payload formula: the bytes of the payload exactly as stored in the file (whatever\n"
+	"the dtype, byte order or memory order; u64 arithmetic modulo 2^64):\n"
+	"  mix(x):  x += 0x9E3779B97F4A7C15; x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9;\n"
+	"           x = (x ^ (x >> 27)) * 0x94D049BB133111EB; return x ^ (x >> 31)\n"
+	"  key    = mix(seed ^ mix(file_index))\n"
+	"  byte o = byte (o % 8) of the little-endian u64 mix(key + o / 8)\n"
+	"So a little-endian C-order file loads as exactly those bytes. With --mix, file i's\n"
+	"choices come from h = mix(seed ^ mix(i) ^ 0x6D6978): byte order '>' when h & 1,\n"
+	"Fortran order when h & 2, rank (h >> 2) % 5, version 1 + (h >> 8) % 3, dtype\n"
+	"number i % 14 in the order listed above.\n"
+	"Exit status: 0 when every file was written, 1 otherwise.\n";
+
+/* ---- the payload formula ---- */
+
+/* splitmix64's output step (Steele, Lea, Flood 2014). */
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+
+uint64_t ferry_cli_gen_key(uint64_t seed, uint64_t index)
+{
+	return mix(seed ^ mix(index));
+}
+
+static void store_le64(unsigned char *p, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	memcpy(p, &v, 8);
+}
+
+void ferry_cli_gen_fill(void *buf, size_t len, uint64_t key, uint64_t offset)
+{
+	unsigned char *p = buf, word[8];
+	size_t done = 0;
+
+	/* An unaligned start and a partial last word go byte by byte. */
+	while (done < len && ((offset + done) % 8 || len - done < 8)) {
+		store_le64(word, mix(key + (offset + done) / 8));
+		p[done] = word[(offset + done) % 8];
+		done++;
+	}
+	for (uint64_t w = (offset + done) / 8; len - done >= 8; w++, done += 8)
+		store_le64(p + done, mix(key + w));
+	while (done < len) {
+		store_le64(word, mix(key + (offset + done) / 8));
+		p[done] = word[(offset + done) % 8];
+		done++;
+	}
+}
+
+size_t ferry_cli_gen_check(const void *buf, size_t len, uint64_t key, uint64_t offset)
+{
+	const unsigned char *p = buf;
+	unsigned char want[4096];
+
+	for (size_t done = 0; done < len; done += sizeof(want)) {
+		size_t n = len - done < sizeof(want) ? len - done : sizeof(want);
+		ferry_cli_gen_fill(want, n, key, offset + done);
+		if (memcmp(p + done, want, n))
+			for (size_t i = 0; i < n; i++)
+				if (p[done + i] != want[i])
+					return done + i;
+	}
+	return len;
+}
+
+/* ---- writing one file ---- */
+
+static uint64_t spec_nbytes(const struct ferry_cli_gen_spec *spec)
+{
+	uint64_t count = 1;
+	for (int i = 0; i < spec->ndim; i++)
+		count *= (uint64_t)spec->shape[i];
+	return count * ferry_dtype_size(spec->dtype);
+}
+
+static int write_all(int fd, const unsigned char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Writes the header, then the payload in scratch-sized pieces. Returns 0 or -errno. */
+static int write_npy(int fd, const struct ferry_cli_gen_spec *spec, uint64_t key,
+		     unsigned char *scratch, size_t scratch_len)
+{
+	uint64_t payload = spec_nbytes(spec), offset = 0;
+	int header = ferry__npy_write_header(scratch, scratch_len, spec->dtype, spec->byteorder,
+					     spec->fortran_order, spec->ndim, spec->shape,
+					     spec->version);
+	size_t used;
+
+	if (header < 0)
+		return header;
+	used = (size_t)header;
+	do {
+		size_t n = scratch_len - used;
+		if (n > payload - offset)
+			n = (size_t)(payload - offset);
+		ferry_cli_gen_fill(scratch + used, n, key, offset);
+		int rc = write_all(fd, scratch, used + n);
+		if (rc < 0)
+			return rc;
+		offset += n;
+		used = 0;
+	} while (offset < payload);
+	return 0;
+}
+
+int ferry_cli_gen_file(const char *path, const struct ferry_cli_gen_spec *spec, uint64_t key,
+		       void *scratch, size_t scratch_len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int rc;
+
+	if (fd < 0) {
+		fprintf(stderr, "ferry: %s: cannot create: %s\n", path, strerror(errno));
+		return 1;
+	}
+	rc = write_npy(fd, spec, key, scratch, scratch_len);
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	if (rc < 0) {
+		fprintf(stderr, "ferry: %s: cannot write: %s\n", path,
+			rc == -EINVAL ? "invalid dtype or shape" : strerror(-rc));
+		unlink(path);
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- the dataset ---- */
+
+struct gen_job {
+	const char *dir;
+	unsigned files;
+	uint64_t seed, size;
+	int mix;
+	struct ferry_cli_gen_spec base;	/* every file's spec without --mix */
+	unsigned failed;
+	uint64_t bytes;			/* payload bytes written */
+};
+
+/* The spec of file index under --mix, from the documented h. */
+static void mix_spec(const struct gen_job *job, unsigned index, struct ferry_cli_gen_spec *s)
+{
+	uint64_t h = mix(job->seed ^ mix(index) ^ 0x6D6978);
+	size_t itemsize;
+	uint64_t count, rest;
+
+	s->dtype = (enum ferry_dtype)(FERRY_BOOL + index % 14);
+	itemsize = ferry_dtype_size(s->dtype);
+	s->byteorder = itemsize == 1 ? '|' : (h & 1) ? '>' : '<';
+	s->fortran_order = (h >> 1) & 1;
+	s->ndim = (int)((h >> 2) % 5);
+	s->version = 1 + (int)((h >> 8) % 3);
+	count = job->size / itemsize;
+	/* Trim a few elements so sizes are rarely a multiple of 4096 or a chunk. */
+	count -= count > 64 ? (h >> 48) % 61 : 0;
+	rest = count ? count : 1;
+	for (int d = 0; d + 1 < s->ndim; d++) {
+		s->shape[d] = 2 + (int64_t)((h >> (16 + 2 * d)) % 3);
+		rest = rest / (uint64_t)s->shape[d] ? rest / (uint64_t)s->shape[d] : 1;
+	}
+	if (s->ndim)
+		s->shape[s->ndim - 1] = (int64_t)rest;
+	if (s->ndim && (h >> 40) % 8 == 0)
+		s->shape[0] = 0;
+}
+
+/* Writes every file, one after another: generating is cheap next to the kernel's
+ * write path, and parallel writers only contend there. Returns 0 or 1. */
+static int run_job(struct gen_job *job)
+{
+	unsigned char *scratch = malloc(FERRY_CLI_GEN_BUFFER);
+	char path[4200];
+
+	if (!scratch) {
+		fprintf(stderr, "ferry: %s: out of memory\n", job->dir);
+		return 1;
+	}
+	for (unsigned i = 0; i < job->files; i++) {
+		struct ferry_cli_gen_spec spec = job->base;
+		if (job->mix)
+			mix_spec(job, i, &spec);
+		snprintf(path, sizeof(path), "%s/sample_%06u.npy", job->dir, i);
+		if (ferry_cli_gen_file(path, &spec, ferry_cli_gen_key(job->seed, i), scratch,
+				       FERRY_CLI_GEN_BUFFER))
+			job->failed++;
+		else
+			job->bytes += spec_nbytes(&spec);
+	}
+	free(scratch);
+	return job->failed ? 1 : 0;
+}
+
+/* ---- options ---- */
+
+/* Parses "64x3x224" (or "" for rank 0) into spec. Returns 0 or -1. */
+static int parse_shape(const char *text, struct ferry_cli_gen_spec *spec)
+{
+	spec->ndim = 0;
+	while (*text) {
+		char *end;
+		if (spec->ndim == FERRY_MAX_DIMS || *text < '0' || *text > '9')
+			return -1;
+		errno = 0;
+		long long d = strtoll(text, &end, 10);
+		if (errno || (*end && *end != 'x' && *end != ','))
+			return -1;
+		spec->shape[spec->ndim++] = d;
+		text = *end ? end + 1 : end;
+		if (*end && !*text)
+			return -1;
+	}
+	return 0;
+}
+
+/* Creates dir unless it exists. Returns 0 or 1 (after printing why). */
+static int make_dir(const char *dir)
+{
+	if (mkdir(dir, 0755) == 0 || errno == EEXIST)
+		return 0;
+	fprintf(stderr, "ferry: %s: cannot create the directory: %s\n", dir, strerror(errno));
+	return 1;
+}
+
+static void report(const struct gen_job *job, double seconds)
+{
+	printf("gen: wrote %u files to %s: ", job->files, job->dir);
+	if (job->mix)
+		printf("mixed dtypes, orders and ranks");
+	else
+		printf("%s, %s order, '%c'", ferry_dtype_name(job->base.dtype),
+		       job->base.fortran_order ? "Fortran" : "C", job->base.byteorder);
+	printf("; %" PRIu64 " payload bytes, seed %" PRIu64 ", %.2f s\n", job->bytes, job->seed,
+	       seconds);
+}
+
+/* Fills job from the options. Returns -1 to go on, else an exit status. */
+static int parse_gen_options(int argc, char **argv, struct gen_job *job)
+{
+	static const struct option options[] = {
+		{ "out", required_argument, NULL, 'o' },
+		{ "files", required_argument, NULL, 'n' },
+		{ "size", required_argument, NULL, 's' },
+		{ "dtype", required_argument, NULL, 'd' },
+		{ "shape", required_argument, NULL, 'S' },
+		{ "seed", required_argument, NULL, 'r' },
+		{ "fortran", no_argument, NULL, 'F' },
+		{ "big-endian", no_argument, NULL, 'B' },
+		{ "mix", no_argument, NULL, 'm' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c, have_shape = 0, big = 0;
+	uint64_t files = 16;
+	char *end;
+
+	while ((c = getopt_long(argc, argv, "o:n:s:d:S:r:FBmh", options, NULL)) != -1) {
+		switch (c) {
+		case 'o': job->dir = optarg; break;
+		case 'n':
+			if (ferry_cli_parse_size(optarg, &files) || files > 100000000)
+				return fprintf(stderr, "ferry: --files %s: not a count\n", optarg), 2;
+			break;
+		case 's':
+			if (ferry_cli_parse_size(optarg, &job->size))
+				return fprintf(stderr, "ferry: --size %s: not a size\n", optarg), 2;
+			break;
+		case 'd':
+			job->base.dtype = ferry_cli_dtype_by_name(optarg);
+			if (!job->base.dtype)
+				return fprintf(stderr, "ferry: --dtype %s: unknown dtype\n", optarg), 2;
+			break;
+		case 'S':
+			if (parse_shape(optarg, &job->base))
+				return fprintf(stderr, "ferry: --shape %s: expected AxBxC\n", optarg), 2;
+			have_shape = 1;
+			break;
+		case 'r':
+			errno = 0;
+			job->seed = strtoull(optarg, &end, 0);
+			if (errno || *end || !*optarg)
+				return fprintf(stderr, "ferry: --seed %s: not an integer\n", optarg), 2;
+			break;
+		case 'F': job->base.fortran_order = 1; break;
+		case 'B': big = 1; break;
+		case 'm': job->mix = 1; break;
+		case 'h': fputs(gen_help, stdout); return 0;
+		default: fputs(gen_help, stderr); return 2;
+		}
+	}
+	if (!job->dir || optind < argc) {
+		fprintf(stderr, "ferry: gen: %s\n", job->dir ? "unexpected argument" : "--out DIR is required");
+		return 2;
+	}
+	job->files = (unsigned)files;
+	size_t itemsize = ferry_dtype_size(job->base.dtype);
+	job->base.byteorder = itemsize == 1 ? '|' : big ? '>' : '<';
+	if (!have_shape && !job->mix) {
+		if (job->size % itemsize)
+			return fprintf(stderr, "ferry: --size %" PRIu64 ": not a multiple of %s's %zu bytes\n",
+				       job->size, ferry_dtype_name(job->base.dtype), itemsize), 2;
+		job->base.ndim = 1;
+		job->base.shape[0] = (int64_t)(job->size / itemsize);
+	}
+	return -1;
+}
+
+int ferry_cli_gen(int argc, char **argv)
+{
+	struct gen_job job = { .size = 1u << 20, .base = { .dtype = FERRY_FLOAT32 } };
+	uint64_t start;
+	int status;
+	status = parse_gen_options(argc, argv, &job);
+	if (status >= 0)
+		return status;
+	if (make_dir(job.dir))
+		return 1;
+	start = ferry__now_ns();
+	status = run_job(&job);
+	report(&job, (double)(ferry__now_ns() - start) / 1e9);
+	return status;
+}

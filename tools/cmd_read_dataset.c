@@ -1,0 +1,550 @@
+/* `ferry read --root DIR | --list FILE | --files PATH...`: the dataset reader. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "common.h"
+#include "reader.h"
+
+static const char dataset_help[] =
+	"usage: ferry read --root DIR [--filter GLOB] | --list FILE | --files PATH...\n"
+	"                  [--batch N] [--shard I/N] [--shuffle --seed S] [--epochs E]\n"
+	"                  [--pad-last-batch] [--stick-to-shard] [--threads T] [--prefetch P]\n"
+	"                  [--roi-start A,B,.. --roi-end C,D,.. | --roi-shape ...] [--roi-axes ...]\n"
+	"                  [--oob error|pad|trim] [--fill V] [--on-error stop|skip]\n"
+	"                  [--no-header-cache] [--order] [--dump OUTDIR] [--verify]\n"
+	"\n"
+	"Reads a dataset of .npy files in batches, as DALI's fn.readers.numpy does, and\n"
+	"prints one summary line: epochs, batches, samples, GB, seconds, GB/s.\n"
+	"\n"
+	"  --root DIR        dataset directory; files whose name matches --filter\n"
+	"                    (fnmatch, default *.npy), in all subdirectories\n"
+	"  --list FILE       text file of paths, one a line (relative to --root, else to\n"
+	"                    the list's directory); blank lines and # lines are skipped\n"
+	"  --files           the remaining arguments are the files\n"
+	"  --batch N         samples a batch (1)\n"
+	"  --shard I/N       read shard I of N (default RANK/WORLD_SIZE, else 0/1); the\n"
+	"                    shard rotates each epoch unless --stick-to-shard\n"
+	"  --shuffle         shuffle each epoch, deterministically from --seed S (0)\n"
+	"  --epochs E        epochs to read (1; 0 runs until interrupted)\n"
+	"  --pad-last-batch  fill the last batch by repeating the last sample\n"
+	"  --threads T       IO threads (default: cores, at most 8)\n"
+	"  --prefetch P      batches loading ahead (2)\n"
+	"  --roi-start, --roi-end, --roi-shape LIST    region of interest (integers)\n"
+	"  --roi-start-rel, --roi-end-rel, --roi-shape-rel LIST   fractions of the extent\n"
+	"  --roi-axes LIST   the axes the ROI values refer to (default 0, 1, ...)\n"
+	"  --oob POLICY      out of bounds: error (default), pad, trim (trim_to_shape)\n"
+	"  --fill V          padding value (0)\n"
+	"  --on-error MODE   stop (default): a bad file ends the run; skip: leave it out\n"
+	"  --order           print EPOCH<TAB>BATCH<TAB>PATH per sample (PATH<TAB>pad for padding)\n"
+	"  --dump OUTDIR     write each sample's bytes to OUTDIR/e<EPOCH>_b<BATCH>_<I>.bin\n"
+	"  --verify          compare each sample with an independent CPU read of its file\n"
+	"\n"
+	"Fortran-order and big-endian files are read whole, even with a region.\n"
+	"Errors print 'ferry: FILE: reason' on stderr; exit status 0 ok, 1 failure, 2 usage.\n";
+
+enum {
+	OPT_ROOT = 256, OPT_FILTER, OPT_LIST, OPT_FILES, OPT_BATCH, OPT_SHARD, OPT_SHUFFLE,
+	OPT_SEED, OPT_EPOCHS, OPT_PAD, OPT_STICK, OPT_THREADS, OPT_PREFETCH, OPT_ROI_START,
+	OPT_ROI_END, OPT_ROI_SHAPE, OPT_ROI_START_REL, OPT_ROI_END_REL, OPT_ROI_SHAPE_REL,
+	OPT_ROI_AXES, OPT_OOB, OPT_FILL, OPT_ON_ERROR, OPT_NO_CACHE, OPT_ORDER, OPT_DUMP,
+	OPT_VERIFY, OPT_HELP,
+};
+
+static const struct option dataset_options[] = {
+	{ "root", required_argument, NULL, OPT_ROOT },
+	{ "filter", required_argument, NULL, OPT_FILTER },
+	{ "list", required_argument, NULL, OPT_LIST },
+	{ "files", no_argument, NULL, OPT_FILES },
+	{ "batch", required_argument, NULL, OPT_BATCH },
+	{ "shard", required_argument, NULL, OPT_SHARD },
+	{ "shuffle", no_argument, NULL, OPT_SHUFFLE },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "epochs", required_argument, NULL, OPT_EPOCHS },
+	{ "pad-last-batch", no_argument, NULL, OPT_PAD },
+	{ "stick-to-shard", no_argument, NULL, OPT_STICK },
+	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "prefetch", required_argument, NULL, OPT_PREFETCH },
+	{ "roi-start", required_argument, NULL, OPT_ROI_START },
+	{ "roi-end", required_argument, NULL, OPT_ROI_END },
+	{ "roi-shape", required_argument, NULL, OPT_ROI_SHAPE },
+	{ "roi-start-rel", required_argument, NULL, OPT_ROI_START_REL },
+	{ "roi-end-rel", required_argument, NULL, OPT_ROI_END_REL },
+	{ "roi-shape-rel", required_argument, NULL, OPT_ROI_SHAPE_REL },
+	{ "roi-axes", required_argument, NULL, OPT_ROI_AXES },
+	{ "oob", required_argument, NULL, OPT_OOB },
+	{ "fill", required_argument, NULL, OPT_FILL },
+	{ "on-error", required_argument, NULL, OPT_ON_ERROR },
+	{ "no-header-cache", no_argument, NULL, OPT_NO_CACHE },
+	{ "order", no_argument, NULL, OPT_ORDER },
+	{ "dump", required_argument, NULL, OPT_DUMP },
+	{ "verify", no_argument, NULL, OPT_VERIFY },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* ROI lists as parsed; each has its own count, checked to agree. */
+struct roi_lists {
+	int64_t start[FERRY_MAX_DIMS], end[FERRY_MAX_DIMS], shape[FERRY_MAX_DIMS];
+	double start_rel[FERRY_MAX_DIMS], end_rel[FERRY_MAX_DIMS], shape_rel[FERRY_MAX_DIMS];
+	int axes[FERRY_MAX_DIMS];
+	int counts[7];
+};
+
+struct dataset_opts {
+	struct ferry_reader_config cfg;
+	struct roi_lists roi;
+	int files_mode, order, verify;
+	const char *dump;
+};
+
+static int usage_error(const char *opt, const char *arg, const char *expected)
+{
+	fprintf(stderr, "ferry: %s %s: expected %s\n", opt, arg, expected);
+	return 2;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (!*s || *s == '-')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_unsigned(const char *s, unsigned *out)
+{
+	uint64_t v;
+
+	if (parse_u64(s, &v) < 0 || v > 1u << 30)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* "A,B,C" into up to FERRY_MAX_DIMS integers (as_double 0) or doubles. */
+static int parse_list(const char *s, int as_double, int64_t *ints, double *dbls)
+{
+	int n = 0;
+
+	for (;;) {
+		char *end;
+		errno = 0;
+		if (n == FERRY_MAX_DIMS)
+			return -1;
+		if (as_double)
+			dbls[n] = strtod(s, &end);
+		else
+			ints[n] = strtoll(s, &end, 10);
+		if (errno || end == s)
+			return -1;
+		n++;
+		if (*end == 0)
+			return n;
+		if (*end != ',')
+			return -1;
+		s = end + 1;
+	}
+}
+
+static int parse_axes(const char *s, int *axes)
+{
+	int64_t v[FERRY_MAX_DIMS];
+	int n = parse_list(s, 0, v, NULL);
+
+	for (int i = 0; i < n; i++) {
+		if (v[i] < 0 || v[i] >= FERRY_MAX_DIMS)
+			return -1;
+		axes[i] = (int)v[i];
+	}
+	return n;
+}
+
+static int parse_shard(const char *s, struct ferry_reader_config *cfg)
+{
+	unsigned i, n;
+	char *end;
+
+	errno = 0;
+	unsigned long a = strtoul(s, &end, 10);
+	if (errno || end == s || *end != '/')
+		return -1;
+	i = (unsigned)a;
+	if (parse_unsigned(end + 1, &n) < 0 || n == 0 || i >= n)
+		return -1;
+	cfg->shard_id = (int)i;
+	cfg->num_shards = (int)n;
+	return 0;
+}
+
+static int parse_roi_option(int opt, const char *arg, struct roi_lists *roi)
+{
+	int k = opt - OPT_ROI_START, n;
+
+	switch (opt) {
+	case OPT_ROI_START: n = parse_list(arg, 0, roi->start, NULL); break;
+	case OPT_ROI_END: n = parse_list(arg, 0, roi->end, NULL); break;
+	case OPT_ROI_SHAPE: n = parse_list(arg, 0, roi->shape, NULL); break;
+	case OPT_ROI_START_REL: n = parse_list(arg, 1, NULL, roi->start_rel); break;
+	case OPT_ROI_END_REL: n = parse_list(arg, 1, NULL, roi->end_rel); break;
+	case OPT_ROI_SHAPE_REL: n = parse_list(arg, 1, NULL, roi->shape_rel); break;
+	default: n = parse_axes(arg, roi->axes); break;
+	}
+	if (n < 0)
+		return -1;
+	roi->counts[k] = n;
+	return 0;
+}
+
+/* Points the config's ROI fields at the lists given; 0, or 2 when their
+ * lengths disagree. */
+static int apply_roi(struct dataset_opts *o)
+{
+	struct roi_lists *roi = &o->roi;
+	struct ferry_reader_config *cfg = &o->cfg;
+	int n = 0;
+
+	for (int k = 0; k < 7; k++) {
+		if (!roi->counts[k])
+			continue;
+		if (n && roi->counts[k] != n) {
+			fprintf(stderr, "ferry: the ROI lists must have the same length\n");
+			return 2;
+		}
+		n = roi->counts[k];
+	}
+	cfg->roi_nvals = n;
+	cfg->roi_start = roi->counts[0] ? roi->start : NULL;
+	cfg->roi_end = roi->counts[1] ? roi->end : NULL;
+	cfg->roi_shape = roi->counts[2] ? roi->shape : NULL;
+	cfg->roi_start_rel = roi->counts[3] ? roi->start_rel : NULL;
+	cfg->roi_end_rel = roi->counts[4] ? roi->end_rel : NULL;
+	cfg->roi_shape_rel = roi->counts[5] ? roi->shape_rel : NULL;
+	cfg->roi_axes = roi->counts[6] ? roi->axes : NULL;
+	return 0;
+}
+
+static int parse_policy(const char *arg, enum ferry_oob_policy *out)
+{
+	if (!strcmp(arg, "error"))
+		*out = FERRY_OOB_ERROR;
+	else if (!strcmp(arg, "pad"))
+		*out = FERRY_OOB_PAD;
+	else if (!strcmp(arg, "trim") || !strcmp(arg, "trim_to_shape"))
+		*out = FERRY_OOB_TRIM;
+	else
+		return -1;
+	return 0;
+}
+
+static int parse_on_error(const char *arg, enum ferry_on_error *out)
+{
+	if (!strcmp(arg, "stop"))
+		*out = FERRY_ON_ERROR_STOP;
+	else if (!strcmp(arg, "skip"))
+		*out = FERRY_ON_ERROR_SKIP;
+	else
+		return -1;
+	return 0;
+}
+
+/* One option; 0 to go on, else the exit status (2 usage, 0 after --help). */
+static int parse_one(int opt, const char *arg, struct dataset_opts *o)
+{
+	struct ferry_reader_config *cfg = &o->cfg;
+	char *end;
+
+	switch (opt) {
+	case OPT_ROOT: cfg->root = arg; return 0;
+	case OPT_FILTER: cfg->filter = arg; return 0;
+	case OPT_LIST: cfg->file_list = arg; return 0;
+	case OPT_FILES: o->files_mode = 1; return 0;
+	case OPT_SHUFFLE: cfg->random_shuffle = 1; return 0;
+	case OPT_PAD: cfg->pad_last_batch = 1; return 0;
+	case OPT_STICK: cfg->stick_to_shard = 1; return 0;
+	case OPT_NO_CACHE: cfg->no_header_cache = 1; return 0;
+	case OPT_ORDER: o->order = 1; return 0;
+	case OPT_VERIFY: o->verify = 1; return 0;
+	case OPT_DUMP: o->dump = arg; return 0;
+	case OPT_BATCH:
+		return parse_unsigned(arg, &cfg->batch_size) < 0 || !cfg->batch_size
+			       ? usage_error("--batch", arg, "a count of at least 1") : 0;
+	case OPT_SHARD:
+		return parse_shard(arg, cfg) < 0 ? usage_error("--shard", arg, "I/N with I < N") : 0;
+	case OPT_SEED:
+		return parse_u64(arg, &cfg->seed) < 0 ? usage_error("--seed", arg, "an integer") : 0;
+	case OPT_EPOCHS:
+		return parse_u64(arg, &cfg->epochs) < 0 ? usage_error("--epochs", arg, "a count") : 0;
+	case OPT_THREADS:
+		return parse_unsigned(arg, &cfg->threads) < 0 || !cfg->threads
+			       ? usage_error("--threads", arg, "a count of at least 1") : 0;
+	case OPT_PREFETCH:
+		return parse_unsigned(arg, &cfg->prefetch_depth) < 0 || !cfg->prefetch_depth
+			       ? usage_error("--prefetch", arg, "a count of at least 1") : 0;
+	case OPT_OOB:
+		return parse_policy(arg, &cfg->out_of_bounds_policy) < 0
+			       ? usage_error("--oob", arg, "error, pad or trim") : 0;
+	case OPT_ON_ERROR:
+		return parse_on_error(arg, &cfg->on_error) < 0
+			       ? usage_error("--on-error", arg, "stop or skip") : 0;
+	case OPT_FILL:
+		cfg->fill_value = strtod(arg, &end);
+		return end == arg || *end ? usage_error("--fill", arg, "a number") : 0;
+	case OPT_HELP:
+		fputs(dataset_help, stdout);
+		return -1;
+	default:
+		if (opt >= OPT_ROI_START && opt <= OPT_ROI_AXES)
+			return parse_roi_option(opt, arg, &o->roi) < 0
+				       ? usage_error("ROI option", arg, "a comma-separated list")
+				       : 0;
+		fprintf(stderr, "%s", dataset_help);
+		return 2;
+	}
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_dataset_options(int argc, char **argv, struct dataset_opts *o)
+{
+	int opt, status;
+
+	memset(o, 0, sizeof(*o));
+	o->cfg.epochs = 1;
+	o->cfg.shard_id = -1;
+	o->cfg.num_shards = -1;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "", dataset_options, NULL)) != -1) {
+		if (opt == '?')
+			return 2;
+		status = parse_one(opt, optarg, o);
+		if (status < 0)
+			return 0;
+		if (status)
+			return status;
+	}
+	if (o->files_mode) {
+		o->cfg.files = (const char *const *)(argv + optind);
+		o->cfg.nfiles = (size_t)(argc - optind);
+	} else if (optind < argc) {
+		fprintf(stderr, "ferry: unexpected argument '%s' (use --files for a list of files)\n",
+			argv[optind]);
+		return 2;
+	}
+	if (apply_roi(o))
+		return 2;
+	return -1;
+}
+
+/* ---- what each sample gets ---- */
+
+/* The region of sample s of path, computed on the host from the whole array
+ * (read by the tool's own CPU loader): element by element, in C order. */
+static int cpu_region(const struct ferry_reader_config *cfg, const char *path,
+		      const struct ferry_sample *s, unsigned char **out)
+{
+	struct ferry_array_info info;
+	struct ferry__roi_spec spec;
+	struct ferry__region rg;
+	unsigned char fill[16], *whole = NULL, *region;
+	uint64_t nbytes, idx[FERRY_MAX_DIMS] = { 0 };
+	int rc;
+
+	if ((rc = ferry_info(path, &info)) < 0 || (rc = ferry__roi_spec_from_config(cfg, &spec)) < 0 ||
+	    (rc = ferry__roi_resolve(&spec, info.ndim, info.shape, path, &rg)) < 0)
+		return ferry_cli_error(path, rc);
+	if (ferry_cli_cpu_load(path, (void **)&whole, &nbytes))
+		return 1;
+	size_t isz = info.itemsize;
+	ferry__fill_element(info.dtype, cfg->fill_value, fill);
+	region = malloc(rg.count * isz + 1);
+	if (!region) {
+		free(whole);
+		return fprintf(stderr, "ferry: %s: out of memory\n", path), 1;
+	}
+	for (uint64_t e = 0; e < rg.count; e++) {
+		uint64_t src = 0;
+		int inside = 1;
+		for (int d = 0; d < info.ndim; d++) {
+			int64_t c = rg.start[d] + (int64_t)idx[d];
+			inside &= c >= 0 && c < info.shape[d];
+			src = src * (uint64_t)info.shape[d] + (uint64_t)(inside ? c : 0);
+		}
+		memcpy(region + e * isz, inside ? whole + src * isz : fill, isz);
+		for (int d = info.ndim - 1; d >= 0 && ++idx[d] == (uint64_t)rg.shape[d]; d--)
+			idx[d] = 0;
+	}
+	free(whole);
+	if (rg.count * isz != s->nbytes || memcmp(rg.shape, s->shape, sizeof(int64_t) * (size_t)rg.ndim)) {
+		free(region);
+		return fprintf(stderr, "ferry: %s: verify failed: the sample's shape is not the region's\n",
+			       path), 1;
+	}
+	*out = region;
+	return 0;
+}
+
+static int dump_sample(const char *dir, uint64_t epoch, uint64_t batch, unsigned i,
+		       const void *data, uint64_t n)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/e%" PRIu64 "_b%" PRIu64 "_%u.bin", dir, epoch, batch, i);
+	f = fopen(path, "wb");
+	if (!f || (n && fwrite(data, 1, (size_t)n, f) != n) || fclose(f) != 0) {
+		fprintf(stderr, "ferry: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+static int check_sample(ferry_ctx *ctx, const struct dataset_opts *o, uint64_t epoch,
+			uint64_t batch, unsigned i, const struct ferry_sample *s)
+{
+	unsigned char *host = malloc(s->nbytes + 1), *want = NULL;
+	int status = 0, rc;
+
+	if (!host)
+		return fprintf(stderr, "ferry: %s: out of memory\n", s->path), 1;
+	rc = s->nbytes ? ferry_copy_to_host(ctx, host, s->data, s->nbytes) : 0;
+	if (rc < 0)
+		status = ferry_cli_error(s->path, rc);
+	if (!status && o->dump)
+		status = dump_sample(o->dump, epoch, batch, i, host, s->nbytes);
+	if (!status && o->verify) {
+		status = cpu_region(&o->cfg, s->path, s, &want);
+		if (!status)
+			status = ferry_cli_compare(s->path, host, want, s->nbytes);
+	}
+	free(want);
+	free(host);
+	return status;
+}
+
+/* ---- the run ---- */
+
+struct progress {
+	uint64_t start_ns, last_ns, samples, bytes, total;
+	int tty;
+};
+
+static void show_progress(struct progress *p, int final)
+{
+	uint64_t now = ferry__now_ns();
+	double secs, rate;
+
+	if (!p->tty || (!final && now - p->last_ns < 500000000ull))
+		return;
+	p->last_ns = now;
+	secs = (double)(now - p->start_ns) / 1e9;
+	rate = secs > 0 ? (double)p->bytes / secs : 0;
+	fprintf(stderr, "\r%" PRIu64 " samples, %.2f GB, %.2f GB/s", p->samples, p->bytes / 1e9,
+		rate / 1e9);
+	if (p->total && p->samples && p->samples < p->total)
+		fprintf(stderr, ", ETA %.0f s",
+			secs * (double)(p->total - p->samples) / (double)p->samples);
+	fprintf(stderr, final ? "\n" : "   ");
+}
+
+static int run_batch(ferry_ctx *ctx, const struct dataset_opts *o, ferry_batch *b,
+		     struct progress *p)
+{
+	uint64_t epoch, index;
+	struct ferry_sample s;
+	int status = 0;
+
+	ferry_batch_position(b, &epoch, &index);
+	for (unsigned i = 0; i < ferry_batch_size(b) && !status; i++) {
+		ferry_batch_sample(b, i, &s);
+		if (o->order)
+			printf("%" PRIu64 "\t%" PRIu64 "\t%s%s\n", epoch, index, s.path,
+			       s.is_padding ? "\tpad" : "");
+		if (o->dump || o->verify)
+			status = check_sample(ctx, o, epoch, index, i, &s);
+		if (!s.is_padding) {
+			p->samples++;
+			p->bytes += s.nbytes;
+		}
+	}
+	return status;
+}
+
+static int read_dataset(ferry_ctx *ctx, const struct dataset_opts *o)
+{
+	struct progress p = { .start_ns = ferry__now_ns(), .tty = isatty(2) };
+	struct ferry_reader_stats st;
+	struct ferry_epoch_info info;
+	ferry_reader *r;
+	ferry_batch *b;
+	int status = 0, rc;
+
+	rc = ferry_reader_open(ctx, &o->cfg, &r);
+	if (rc < 0)
+		return ferry_cli_error("reader", rc);
+	ferry_reader_epoch_info(r, &info);
+	p.total = info.real_samples * o->cfg.epochs;
+	while (!status && (rc = ferry_reader_next(r, &b)) == 0) {
+		status = run_batch(ctx, o, b, &p);
+		ferry_batch_release(b);
+		show_progress(&p, 0);
+	}
+	if (!status && rc != -FERRY_EEND)
+		status = ferry_cli_error(NULL, rc);
+	show_progress(&p, 1);
+	ferry_reader_stats(r, &st);
+	double secs = (double)(ferry__now_ns() - p.start_ns) / 1e9;
+	fprintf(o->order ? stderr : stdout,
+		"%" PRIu64 " batches, %" PRIu64 " samples, %.3f GB delivered, %.3f GB read, %" PRIu64
+		" skipped, %.3f s, %.2f GB/s\n",
+		st.batches, st.samples, st.bytes_delivered / 1e9, st.bytes_read / 1e9,
+		st.files_skipped, secs, secs > 0 ? st.bytes_delivered / 1e9 / secs : 0.0);
+	rc = ferry_reader_close(r);
+	if (rc < 0 && !status)
+		status = ferry_cli_error("closing the reader", rc);
+	return status;
+}
+
+static int make_dump_dir(const char *dir)
+{
+	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+		fprintf(stderr, "ferry: %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+int ferry_cli_read_dataset(int argc, char **argv)
+{
+	struct dataset_opts o;
+	struct ferry_ctx_options copt = { .gpu = -1, .direct = -1 };
+	ferry_ctx *ctx;
+	int status = parse_dataset_options(argc, argv, &o), rc;
+
+	if (status >= 0)
+		return status;
+	if (o.dump && make_dump_dir(o.dump))
+		return 1;
+	copt.threads = o.cfg.threads;
+	ferry__clear_error();
+	rc = ferry_ctx_create(&ctx, &copt);
+	if (rc < 0)
+		return ferry_cli_error("cannot open a context", rc);
+	status = read_dataset(ctx, &o);
+	ferry__clear_error();
+	rc = ferry_ctx_destroy(ctx);
+	if (rc < 0 && !status)
+		status = ferry_cli_error("closing the context", rc);
+	return status;
+}
