@@ -1,0 +1,242 @@
+"""ferry.Context, ferry.load and ferry.info."""
+import collections
+import ctypes
+import os
+import sys
+import threading
+
+from . import _lib
+from ._array import Array
+
+try:
+    import numpy as _np
+except ImportError:  # numpy is optional
+    _np = None
+
+
+class _CtxHandle:
+    """Owns one ferry_ctx. Every array and reader made from it holds this
+    handle, so ferry_ctx_destroy runs only after the last of them is gone."""
+
+    def __init__(self, ptr, gpu):
+        self.ptr = ptr
+        lib = _lib.get()
+        self.device = lib.ferry_ctx_device_kind(ptr).decode()
+        self.device_id = gpu if self.device == "cuda" else 0
+        self._destroy = lib.ferry_ctx_destroy
+
+    def __del__(self):
+        if self.ptr:
+            self._destroy(self.ptr)
+            self.ptr = None
+
+
+class _LoadedOwner:
+    """Owns one ferry_array from ferry_load; frees it when collected."""
+
+    def __init__(self, ctx, ptr):
+        self.ctx = ctx
+        self.ptr = ptr
+        self._free = _lib.get().ferry_array_free
+
+    def __del__(self):
+        if self.ptr:
+            self._free(self.ptr)
+            self.ptr = None
+
+
+def _gpu_ordinal(gpu):
+    """The GPU ordinal libferry picks: gpu, else $FERRY_GPU, else $LOCAL_RANK, else 0."""
+    if gpu is not None and gpu >= 0:
+        return int(gpu)
+    for name in ("FERRY_GPU", "LOCAL_RANK"):
+        value = os.environ.get(name, "")
+        if value.strip().isdigit():
+            return int(value)
+    return 0
+
+
+def _as_result(array):
+    """What load returns: a numpy view on the host device (when numpy is
+    importable), else the ferry.Array itself."""
+    if array.device == "host" and _np is not None:
+        return array.numpy()
+    return array
+
+
+def _check_stream(stream):
+    """Validates a load's stream argument: None, an int, or an object with a
+    ``cuda_stream`` or ``ptr`` attribute (torch / cupy streams)."""
+    if stream is None or isinstance(stream, int):
+        return
+    if not (hasattr(stream, "cuda_stream") or hasattr(stream, "ptr")):
+        raise TypeError("stream must be None, an int or a torch/cupy stream, not %r"
+                        % type(stream).__name__)
+
+
+class Context:
+    """A ferry context: one device, one storage IO backend, a staging pool and
+    IO threads. Loading through a context reuses all of them.
+
+    Arguments (None takes the environment's value, then libferry's default):
+    device ('auto', 'cuda' or 'host'; $FERRY_DEVICE), gpu (the GPU ordinal;
+    $FERRY_GPU, then $LOCAL_RANK, then 0), io ('auto', 'posix', 'uring' or
+    'cufile'; $FERRY_IO), threads (IO threads; $FERRY_THREADS), chunk_size
+    (staging chunk in bytes, a power of two from 4 KiB to 16 MiB;
+    $FERRY_CHUNK_SIZE), max_buffers (staging buffers at most, 64), direct
+    (True: O_DIRECT reads; $FERRY_ODIRECT).
+
+    Raises FerryError when the device or backend is unavailable or an option
+    is invalid. Use it as a context manager, or call close(); arrays and
+    readers made from it stay valid after close(), which frees the context
+    only once the last of them is gone.
+    """
+
+    def __init__(self, device=None, io=None, threads=None, chunk_size=None, direct=None,
+                 gpu=None, max_buffers=None):
+        lib = _lib.get()
+        opt = _lib.CtxOptions()
+        opt.device = device.encode() if device else None
+        opt.gpu = -1 if gpu is None else int(gpu)
+        opt.io = io.encode() if io else None
+        opt.chunk_size = int(chunk_size or 0)
+        opt.max_buffers = int(max_buffers or 0)
+        opt.threads = int(threads or 0)
+        opt.direct = -1 if direct is None else int(bool(direct))
+        ptr = ctypes.c_void_p()
+        _lib.check(lib.ferry_ctx_create(ctypes.byref(ptr), ctypes.byref(opt)))
+        self._handle = _CtxHandle(ptr.value, _gpu_ordinal(gpu))
+
+    def _live(self):
+        if self._handle is None:
+            raise ValueError("ferry.Context is closed")
+        return self._handle
+
+    @property
+    def device(self):
+        """The device this context loads onto: 'cuda' or 'host'."""
+        return self._live().device
+
+    @property
+    def device_id(self):
+        """The GPU ordinal of a CUDA context (as libferry resolves it); 0 on the host."""
+        return self._live().device_id
+
+    @property
+    def io(self):
+        """The storage IO backend's name: 'posix', 'uring' or 'cufile'."""
+        return _lib.get().ferry_ctx_io_name(self._live().ptr).decode()
+
+    def describe(self):
+        """Returns libferry's multi-line report on the device, IO backend,
+        chunk size and threads."""
+        lib = _lib.get()
+        ptr = self._live().ptr
+        n = lib.ferry_ctx_describe(ptr, None, 0)
+        buf = ctypes.create_string_buffer(n + 1)
+        lib.ferry_ctx_describe(ptr, buf, n + 1)
+        return buf.value.decode("utf-8", "replace")
+
+    def load(self, path, stream=None):
+        """Loads the .npy file at path into new memory of this context's
+        device, in C order and native byte order, and returns it: a numpy array
+        viewing ferry's memory on the host device (when numpy is importable),
+        else a ferry.Array (CUDA: usable through __cuda_array_interface__ and
+        DLPack).
+
+        stream (None, an int CUstream, or a torch/cupy stream) is the stream
+        the caller will use the result on. For now the load waits on the host
+        until the data is complete before returning, so the result is ready on
+        every stream and its __cuda_array_interface__ 'stream' is None; stream
+        is only checked for type. Raises FerryError naming the file.
+        """
+        _check_stream(stream)
+        handle = self._live()
+        lib = _lib.get()
+        ptr = ctypes.c_void_p()
+        _lib.check(lib.ferry_load(handle.ptr, _lib.path_bytes(path), ctypes.byref(ptr)), path)
+        owner = _LoadedOwner(handle, ptr.value)
+        info = lib.ferry_array_info(ptr).contents
+        shape = tuple(info.shape[i] for i in range(info.ndim))
+        array = Array(owner, lib.ferry_array_data(ptr), shape, _lib.typestr(info.dtype),
+                      handle.device, handle.device_id, os.fspath(path))
+        return _as_result(array)
+
+    def close(self):
+        """Closes the context: no further loads. The C context is destroyed
+        once no array or reader made from it remains. Calling it again does
+        nothing."""
+        self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        if self._handle is None:
+            return "ferry.Context(closed)"
+        return "ferry.Context(device=%r, io=%r)" % (self.device, self.io)
+
+
+_defaults = {}
+_defaults_lock = threading.Lock()
+
+
+def default_context(device=None):
+    """Returns the module's shared Context for device ('cuda', 'host', 'auto'
+    or None for $FERRY_DEVICE, else auto), creating it on first use."""
+    key = device or os.environ.get("FERRY_DEVICE") or "auto"
+    with _defaults_lock:
+        ctx = _defaults.get(key)
+        if ctx is None:
+            ctx = _defaults[key] = Context(device=key)
+        return ctx
+
+
+def _torch_stream(device):
+    """torch.cuda.current_stream() when torch is already imported and the
+    device is cuda, else None."""
+    torch = sys.modules.get("torch")
+    if device == "cuda" and torch is not None and torch.cuda.is_available():
+        return torch.cuda.current_stream()
+    return None
+
+
+def load(path, device=None, stream=None, ctx=None):
+    """Loads the .npy file at path and returns it (see Context.load): on the
+    host device a numpy array viewing ferry's memory, on a GPU a ferry.Array
+    that torch.as_tensor, torch.from_dlpack and cupy.asarray take without a
+    copy.
+
+    device ('cuda', 'host', 'auto'; None: $FERRY_DEVICE, else auto) picks the
+    module's shared default context for that device; ctx, when given, is used
+    instead. stream defaults to torch.cuda.current_stream() when torch is
+    imported and the device is cuda. The load waits on the host until the data
+    is complete before returning (no asynchronous result yet), so the result
+    is ready on any stream. Raises FerryError (an OSError) naming the file.
+    """
+    ctx = ctx or default_context(device)
+    if stream is None:
+        stream = _torch_stream(ctx.device)
+    return ctx.load(path, stream=stream)
+
+
+ArrayInfo = collections.namedtuple(
+    "ArrayInfo", "dtype shape fortran_order byteswapped data_offset nbytes version")
+ArrayInfo.__doc__ = """What a .npy header says: dtype (numpy's type string of the
+file, e.g. '>f4' when the file is big-endian), shape (tuple), fortran_order,
+byteswapped (the file's byte order is not the host's), data_offset (where the
+payload starts), nbytes, version ((major, minor))."""
+
+
+def info(path):
+    """Reads and validates the header of the .npy file at path (no context,
+    no device) and returns an ArrayInfo namedtuple. Raises FerryError."""
+    out = _lib.ArrayInfo()
+    _lib.check(_lib.get().ferry_info(_lib.path_bytes(path), ctypes.byref(out)), path)
+    return ArrayInfo(_lib.typestr(out.dtype, out.byteswapped),
+                     tuple(out.shape[i] for i in range(out.ndim)), bool(out.fortran_order),
+                     bool(out.byteswapped), out.data_offset, out.nbytes,
+                     (out.version_major, out.version_minor))
