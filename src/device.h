@@ -16,7 +16,7 @@
 
 #include "ferry.h"
 
-struct ferry__stream;
+struct ferry__stream; /* on CUDA: the CUstream itself */
 struct ferry__event;
 struct ferry__gate;
 

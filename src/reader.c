@@ -814,15 +814,15 @@ int ferry_batch_wait(ferry_batch *b)
 	return dev->ops->event_sync(dev, b->ev);
 }
 
-/*
- * The batch's event has completed before ferry_reader_next hands the batch
- * over (the loading thread waits for it), so no stream needs to wait on the
- * device: a host wait, which returns at once, is exact on both devices.
- */
+/* On CUDA a ferry__stream is the CUstream itself, so the caller's stream can
+ * wait on the batch's event on the device; the host device has no CUDA
+ * streams, so there it is a host wait. */
 int ferry_batch_stream_wait(ferry_batch *b, void *cuda_stream)
 {
-	(void)cuda_stream;
-	return ferry_batch_wait(b);
+	struct ferry__device *dev = b->r->dev;
+	if (strcmp(dev->ops->name, "cuda"))
+		return ferry_batch_wait(b);
+	return dev->ops->stream_wait_event(dev, (struct ferry__stream *)cuda_stream, b->ev);
 }
 
 void ferry_batch_release(ferry_batch *b)
