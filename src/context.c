@@ -9,7 +9,9 @@
 
 #include "common.h"
 
-#define DEFAULT_MAX_THREADS 8
+#define DEFAULT_MAX_THREADS 16
+/* Small batches let copies start while the rest of a file is still being read. */
+#define LAUNCH_AFTER 4
 
 static int io_init(ferry_ctx *ctx, const struct ferry__io_ops *ops)
 {
@@ -80,6 +82,7 @@ static int create_staging(ferry_ctx *ctx, const struct ferry_ctx_options *opt)
 	struct ferry__staging_config cfg = {
 		.chunk_size = opt->chunk_size,
 		.max_buffers = opt->max_buffers,
+		.launch_after = LAUNCH_AFTER,
 		.placement = ctx->io_ops->placement,
 		.blocks = &blocks,
 	};

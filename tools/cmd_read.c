@@ -26,7 +26,7 @@ static const char read_help[] =
 	"                  being the file's name without .npy (OUTDIR is created when\n"
 	"                  missing): the bytes numpy's\n"
 	"                  np.load(f).astype(native dtype).tobytes(order='C') gives\n"
-	"  --threads N     IO threads (FERRY_THREADS; default: cores, at most 8)\n"
+	"  --threads N     IO threads (FERRY_THREADS; default: cores, at most 16)\n"
 	"  --direct        read with O_DIRECT (FERRY_ODIRECT)\n"
 	"  --io NAME       IO backend: posix, uring or cufile (FERRY_IO; default auto)\n"
 	"\n"

@@ -34,7 +34,7 @@ static const char dataset_help[] =
 	"  --shuffle         shuffle each epoch, deterministically from --seed S (0)\n"
 	"  --epochs E        epochs to read (1; 0 runs until interrupted)\n"
 	"  --pad-last-batch  fill the last batch by repeating the last sample\n"
-	"  --threads T       IO threads (default: cores, at most 8)\n"
+	"  --threads T       IO threads (default: cores, at most 16)\n"
 	"  --prefetch P      batches loading ahead (2)\n"
 	"  --roi-start, --roi-end, --roi-shape LIST    region of interest (integers)\n"
 	"  --roi-start-rel, --roi-end-rel, --roi-shape-rel LIST   fractions of the extent\n"
