@@ -75,6 +75,11 @@ $(BUILD)/ferry: $(TOOL_SRCS) $(BUILD)/libferry.a $(wildcard tools/*.h)
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/common/helpers.h $(BUILD)/libferry.a | $(BUILD)/tests
 	$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_COMMON) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
 
+# Fault sweeps: libferry.a's host allocations and preads go through tests/common/faultalloc.c and faultio.c.
+FAULT_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=posix_memalign,--wrap=pread
+$(BUILD)/tests/test_fault_%: tests/test_fault_%.c $(TEST_COMMON) tests/common/helpers.h $(BUILD)/libferry.a | $(BUILD)/tests
+	$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS) $(LDFLAGS) $(FAULT_WRAP) -o $@ $< $(TEST_COMMON) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
+
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libferry.a | $(BUILD)/bench
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
 

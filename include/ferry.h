@@ -189,7 +189,7 @@ struct ferry_reader_config {
 	int random_shuffle;      /* 1: a permutation of the shard per epoch, from (seed, epoch) */
 	uint64_t seed;           /* shuffle seed (0 is a valid seed) */
 
-	unsigned threads;        /* IO threads (0: the context's, i.e. min(8, cores)) */
+	unsigned threads;        /* IO threads (0: the context's, i.e. min(16, cores) or FERRY_THREADS) */
 	unsigned prefetch_depth; /* batches loading ahead of the caller (0: 2) */
 	int no_header_cache;     /* 1: parse every header on every read (default: cached, checked
 				  * against each file's size and mtime) */

@@ -43,6 +43,7 @@ struct ferry__stream {
 	pthread_cond_t work; /* the queue is no longer empty */
 	struct op *head, *tail;
 	uint64_t queued, done;
+	struct op *exit_op; /* allocated up front: destroy cannot fail */
 };
 
 struct ferry__event {
@@ -188,10 +189,16 @@ static int host_stream_create(struct ferry__device *dev, struct ferry__stream **
 	if (!s)
 		return ferry__fail(-ENOMEM, "host device: cannot create a stream");
 	s->dev = host(dev);
+	s->exit_op = malloc(sizeof(*s->exit_op));
+	if (!s->exit_op) {
+		free(s);
+		return ferry__fail(-ENOMEM, "host device: cannot create a stream");
+	}
 	pthread_cond_init(&s->work, NULL);
 	int rc = pthread_create(&s->worker, NULL, stream_worker, s);
 	if (rc) {
 		pthread_cond_destroy(&s->work);
+		free(s->exit_op);
 		free(s);
 		return ferry__fail(-rc, "host device: cannot start a stream worker");
 	}
@@ -212,8 +219,10 @@ static int host_stream_sync(struct ferry__device *dev, struct ferry__stream *s)
 
 static void host_stream_destroy(struct ferry__device *dev, struct ferry__stream *s)
 {
-	if (enqueue(s, (struct op){ .kind = OP_EXIT }) < 0)
-		abort(); /* cannot stop the worker without memory for one op */
+	*s->exit_op = (struct op){ .kind = OP_EXIT }; /* the worker frees it */
+	pthread_mutex_lock(&s->dev->lock);
+	enqueue_locked(s, s->exit_op);
+	pthread_mutex_unlock(&s->dev->lock);
 	pthread_join(s->worker, NULL);
 	pthread_cond_destroy(&s->work);
 	free(s);

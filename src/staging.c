@@ -273,12 +273,33 @@ static void recover_from_failed_launch(struct ferry__staging *stg, struct ferry_
 		for (struct ferry__buf *buf = b->bufs; buf; buf = buf->next)
 			buf->state = BUF_LOST;
 		stg->npending -= b->nbufs;
+		b->bufs = NULL;
+		recycle_batch(stg, b);
 		return;
 	}
 	free_batch_buffers(stg, b, &stg->npending);
 	stg->completed_seq = b->seq;
 	recycle_batch(stg, b);
 	pthread_cond_broadcast(&stg->changed);
+}
+
+/* A later stream sync that succeeds proves every copy issued so far has
+ * finished: the engine leaves the fatal state and lost buffers are free again.
+ * Returns 0, or the fatal error while the device still cannot confirm. */
+static int recover_from_fatal(struct ferry__staging *stg)
+{
+	if (!stg->fatal)
+		return 0;
+	if (stg->dev->ops->stream_sync(stg->dev, stg->stream) < 0)
+		return stg->fatal;
+	stg->fatal = 0;
+	while (stg->fifo_head)
+		retire_head(stg);
+	for (unsigned i = 0; i < stg->total; i++)
+		if (stg->bufs[i].state == BUF_LOST)
+			push_free(stg, &stg->bufs[i]);
+	pthread_cond_broadcast(&stg->changed);
+	return 0;
 }
 
 static int issue_copies(struct ferry__staging *stg, struct ferry__batch *b)
@@ -450,10 +471,8 @@ static int lease(struct ferry__staging *stg, struct ferry__buf **out, int may_wa
 	int rc = 0;
 	pthread_mutex_lock(&stg->lock);
 	for (;;) {
-		if (stg->fatal) {
-			rc = stg->fatal;
+		if ((rc = recover_from_fatal(stg)) < 0)
 			break;
-		}
 		if (!stg->free_list)
 			reclaim_completed(stg);
 		if (stg->free_list) {
@@ -616,7 +635,7 @@ int ferry__staging_commit(struct ferry__staging *stg, struct ferry__event *fence
 /* Waits until every batch up to seq target is reclaimed. Lock held. */
 static int wait_until(struct ferry__staging *stg, uint64_t target)
 {
-	while (!stg->fatal) {
+	while (recover_from_fatal(stg) == 0) {
 		reclaim_completed(stg);
 		if (stg->completed_seq >= target || (!stg->fifo_head && !stg->pending))
 			return 0;

@@ -99,4 +99,39 @@ unsigned long t_fault_calls(struct ferry__device *fault_dev, enum t_fault_class 
 /* Whether the armed fault has fired. */
 int t_fault_fired(struct ferry__device *fault_dev);
 
+/*
+ * A fault IO table: wraps a real one (ferry__io_posix, ...) and makes the Nth
+ * call of one class fail; one fault IO per program. Table classes: open (fails
+ * with err, e.g. -ENOENT or -EACCES), read (every request fails with err, e.g.
+ * -EIO), early EOF (the read runs, then reports the file ending halfway through
+ * the first request that got bytes). System-call classes, counted per pread and
+ * live only in programs linked with --wrap=pread (t_io_syscalls_wrapped()):
+ * short read (fewer bytes than asked, not at EOF: backends must loop), a failed
+ * pread (errno -err) and a pread that reports EOF before the real end.
+ */
+enum t_io_fault {
+	T_IO_NONE, T_IO_OPEN, T_IO_READ, T_IO_EARLY_EOF, T_IO_SHORT_READ, T_IO_SYS_READ,
+	T_IO_SYS_EOF, T_IO_NCLASSES,
+};
+struct ferry__io_ops;
+const struct ferry__io_ops *t_fault_io(const struct ferry__io_ops *inner);
+void t_io_arm(enum t_io_fault cls, unsigned long n, int err, int sticky);
+/* How many calls of cls the fault IO has seen since it was armed. */
+unsigned long t_io_calls(enum t_io_fault cls);
+int t_io_fired(void);
+int t_io_syscalls_wrapped(void);
+
+/*
+ * Host allocation faults: in programs linked with --wrap=malloc, calloc,
+ * realloc and posix_memalign (t_alloc_wrapped()), the Nth allocation after
+ * t_alloc_arm(n) fails (n 0: count only) until t_alloc_disarm(). A thread's
+ * own allocations are not counted while t_alloc_pause(1) holds.
+ */
+int t_alloc_wrapped(void);
+void t_alloc_arm(unsigned long n);
+void t_alloc_disarm(void);
+unsigned long t_alloc_calls(void);
+int t_alloc_fired(void);
+void t_alloc_pause(int pause);
+
 #endif
