@@ -38,6 +38,7 @@ struct ferry_bench_options {
 	unsigned files;         /* 0: the workload's, or every .npy in dir */
 	uint64_t size;          /* payload bytes per file (0: the workload's) */
 	int warm, cold;         /* --cache */
+	const char *cold_method; /* "auto", "drop_caches" or "o_direct" */
 	unsigned tools;         /* FERRY_BENCH_TOOL_* bits */
 	unsigned backends;      /* FERRY_BENCH_BACKEND_* bits */
 	unsigned threads[FERRY_BENCH_MAX_THREADS];
@@ -184,7 +185,8 @@ void ferry_bench_run_cufile_per_file(const struct ferry_bench_options *opt,
 
 /* ---- bench_report.c ---- */
 
-void ferry_bench_print_json(const struct ferry_bench_report *r, const struct ferry_bench_options *opt,
+void ferry_bench_print_json(const struct ferry_bench_report *r,
+			    const struct ferry_bench_options *opt,
 			    const struct ferry_bench_dataset *ds);
 void ferry_bench_print_table(const struct ferry_bench_report *r,
 			     const struct ferry_bench_options *opt,

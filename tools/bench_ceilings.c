@@ -186,18 +186,18 @@ static double measure_raw(struct ferry__device *dev, const struct ferry__io_ops 
 }
 
 /* io_uring (several reads in flight) when built, else posix with more threads. */
-static double measure_storage_direct(struct ferry__device *dev, const struct ferry_bench_dataset *ds,
+static double measure_storage_direct(struct ferry__device *dev,
+				     const struct ferry_bench_dataset *ds,
 				     const struct ferry_bench_limits *lim, char *note,
 				     size_t note_len)
 {
 	unsigned cores = ferry_bench_cores();
+	unsigned threads = 2 * cores < 32 ? 2 * cores : 32;
 	if (ferry__io_uring.name) {
-		unsigned threads = cores < 8 ? cores : 8;
 		double gbps = measure_raw(dev, &ferry__io_uring, 1, threads, ds, lim, note, note_len);
 		if (gbps > 0)
 			return gbps;
 	}
-	unsigned threads = 2 * cores < 32 ? 2 * cores : 32;
 	return measure_raw(dev, &ferry__io_posix, 1, threads, ds, lim, note, note_len);
 }
 

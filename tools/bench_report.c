@@ -112,7 +112,8 @@ static void json_dataset(const struct ferry_bench_dataset *ds)
 	printf(", \"files\": %u, \"bytes\": %" PRIu64 "}", ds->count, ds->total_bytes);
 }
 
-void ferry_bench_print_json(const struct ferry_bench_report *r, const struct ferry_bench_options *opt,
+void ferry_bench_print_json(const struct ferry_bench_report *r,
+			    const struct ferry_bench_options *opt,
 			    const struct ferry_bench_dataset *ds)
 {
 	fputs("{", stdout);

@@ -19,6 +19,7 @@ static const char bench_help[] =
 	"                   [--tools LIST] [--backends LIST] [--threads LIST] [--chunk SIZE]\n"
 	"                   [--callers N] [--seconds-limit S] [--min-seconds S]\n"
 	"                   [--budget-seconds S] [--series NAME] [--device auto|cuda|host]\n"
+	"                   [--cold-method auto|drop_caches|o_direct]\n"
 	"                   [--ceilings-only]\n"
 	"\n"
 	"Measures, on this machine, how fast .npy files reach device memory: three\n"
@@ -38,9 +39,9 @@ static const char bench_help[] =
 	"Ceilings (always measured; --ceilings-only stops there):\n"
 	"  pinned_h2d         async copies of a 256 MiB pinned buffer to device memory\n"
 	"  storage_direct     ferry's IO layer reading the dataset with O_DIRECT into\n"
-	"                     aligned memory, no copy: io_uring, 8 x 1 MiB in flight on\n"
-	"                     min(cores, 8) threads (pread on 2 x cores threads, at most 32,\n"
-	"                     without liburing)\n"
+	"                     aligned memory, no copy, on min(2 x cores, 32) threads, each\n"
+	"                     with up to 8 reads of 1 MiB in flight (io_uring; one pread\n"
+	"                     at a time without liburing)\n"
 	"  page_cache         buffered 1 MiB reads of the warm dataset, min(cores, 16)\n"
 	"                     threads\n"
 	"\n"
@@ -49,6 +50,7 @@ static const char bench_help[] =
 	"                     page cache dropped before each run (echo 3 >\n"
 	"                     /proc/sys/vm/drop_caches) where that is permitted, else only\n"
 	"                     O_DIRECT reads (cold_method says which). (warm)\n"
+	"  --cold-method M    auto (above), drop_caches or o_direct (auto)\n"
 	"  --tools LIST       ferry, naive_c, tuned_pread, cufile_per_file (all):\n"
 	"                     ferry: ferry_load_into into a reused device buffer per calling\n"
 	"                       thread; one context; files split across the callers\n"
@@ -174,6 +176,12 @@ static int usage_error(const char *option, const char *value, const char *expect
 	return 2;
 }
 
+/* Parses a list option's value; -1 to go on, or 2 after saying what was expected. */
+static int check(int failed, const char *option, const char *value, const char *expected)
+{
+	return failed ? usage_error(option, value, expected) : -1;
+}
+
 /* Applies one option. Returns -1 to go on, else an exit status. */
 static int apply_option(int c, const char *arg, struct ferry_bench_options *opt)
 {
@@ -183,18 +191,40 @@ static int apply_option(int c, const char *arg, struct ferry_bench_options *opt)
 	case 'w': opt->workload = arg; return -1;
 	case 'S': opt->series = arg; return -1;
 	case 'D': opt->device = arg; return -1;
+	case 'M':
+		opt->cold_method = arg;
+		return check(strcmp(arg, "auto") && strcmp(arg, "drop_caches") && strcmp(arg, "o_direct"),
+			     "--cold-method", arg, "auto, drop_caches or o_direct");
 	case 'o': opt->ceilings_only = 1; return -1;
-	case 'n': return parse_count(arg, 10000000, &opt->files) ? usage_error("--files", arg, "1..10000000") : -1;
-	case 's': return ferry_cli_parse_size(arg, &opt->size) || !opt->size || opt->size % 4 ? usage_error("--size", arg, "a multiple of 4 bytes, e.g. 4M") : -1;
-	case 'c': return parse_cache(arg, opt) ? usage_error("--cache", arg, "warm, cold or warm,cold") : -1;
-	case 't': return parse_names(arg, tool_names, FERRY__ARRAY_LEN(tool_names), &opt->tools) ? usage_error("--tools", arg, "a list of ferry, naive_c, tuned_pread, cufile_per_file") : -1;
-	case 'b': return parse_names(arg, backend_names, FERRY__ARRAY_LEN(backend_names), &opt->backends) ? usage_error("--backends", arg, "a list of posix, posix_direct, uring, uring_direct, cufile") : -1;
-	case 'T': return parse_threads(arg, opt) ? usage_error("--threads", arg, "a list such as 1,4,8 (each 1..64)") : -1;
-	case 'k': return parse_chunk(arg, &opt->chunk) ? usage_error("--chunk", arg, "a power of two, 4k..16M") : -1;
-	case 'C': return parse_count(arg, FERRY_BENCH_MAX_THREADS, &opt->callers) ? usage_error("--callers", arg, "1..64") : -1;
-	case 'l': return parse_seconds(arg, &opt->seconds_limit) ? usage_error("--seconds-limit", arg, "seconds") : -1;
-	case 'm': return parse_seconds(arg, &opt->min_seconds) ? usage_error("--min-seconds", arg, "seconds") : -1;
-	case 'B': return parse_seconds(arg, &opt->budget_seconds) ? usage_error("--budget-seconds", arg, "seconds") : -1;
+	case 'n':
+		return check(parse_count(arg, 10000000, &opt->files), "--files", arg, "1..10000000");
+	case 's':
+		return check(ferry_cli_parse_size(arg, &opt->size) || !opt->size || opt->size % 4,
+			     "--size", arg, "a multiple of 4 bytes, e.g. 4M");
+	case 'c':
+		return check(parse_cache(arg, opt), "--cache", arg, "warm, cold or warm,cold");
+	case 't':
+		return check(parse_names(arg, tool_names, FERRY__ARRAY_LEN(tool_names), &opt->tools),
+			     "--tools", arg, "a list of ferry, naive_c, tuned_pread, cufile_per_file");
+	case 'b':
+		return check(parse_names(arg, backend_names, FERRY__ARRAY_LEN(backend_names),
+					 &opt->backends),
+			     "--backends", arg,
+			     "a list of posix, posix_direct, uring, uring_direct, cufile");
+	case 'T':
+		return check(parse_threads(arg, opt), "--threads", arg, "a list such as 1,4,8 (1..64)");
+	case 'k':
+		return check(parse_chunk(arg, &opt->chunk), "--chunk", arg, "a power of two, 4k..16M");
+	case 'C':
+		return check(parse_count(arg, FERRY_BENCH_MAX_THREADS, &opt->callers), "--callers", arg,
+			     "1..64");
+	case 'l':
+		return check(parse_seconds(arg, &opt->seconds_limit), "--seconds-limit", arg, "seconds");
+	case 'm':
+		return check(parse_seconds(arg, &opt->min_seconds), "--min-seconds", arg, "seconds");
+	case 'B':
+		return check(parse_seconds(arg, &opt->budget_seconds), "--budget-seconds", arg,
+			     "seconds");
 	case 'h': fputs(bench_help, stdout); return 0;
 	default: fputs(bench_help, stderr); return 2;
 	}
@@ -218,6 +248,7 @@ static int parse_bench_options(int argc, char **argv, struct ferry_bench_options
 		{ "min-seconds", required_argument, NULL, 'm' },
 		{ "budget-seconds", required_argument, NULL, 'B' },
 		{ "series", required_argument, NULL, 'S' },
+		{ "cold-method", required_argument, NULL, 'M' },
 		{ "device", required_argument, NULL, 'D' },
 		{ "ceilings-only", no_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
@@ -226,7 +257,7 @@ static int parse_bench_options(int argc, char **argv, struct ferry_bench_options
 	int c, status;
 
 	*opt = (struct ferry_bench_options){
-		.series = "matrix", .warm = 1, .tools = ~0u, .backends = ~0u,
+		.series = "matrix", .warm = 1, .cold_method = "auto", .tools = ~0u, .backends = ~0u,
 		.seconds_limit = 5, .min_seconds = 1,
 	};
 	optind = 0; /* reset getopt for a subcommand */
@@ -392,8 +423,8 @@ static void run_naive_c(struct bench *b, int cold)
 	run->threads = run->callers = 1;
 	if (cold && b->cold_method == FERRY_BENCH_COLD_DIRECT)
 		snprintf(run->note, sizeof(run->note),
-			 "not available: dropping the page cache is not permitted here and a "
-			 "naive reader has no O_DIRECT path");
+			 "not available: cold runs read with O_DIRECT here (no drop_caches) and "
+			 "a naive reader has no O_DIRECT path");
 	else if (begin_run(b, run, cold) == 0)
 		ferry_bench_run_naive_c(&b->opt, &b->ds, &lim, run);
 	end_run(b, run);
@@ -501,13 +532,20 @@ static void choose_cold_method(struct bench *b)
 {
 	if (!b->opt.cold)
 		return;
-	if (ferry_bench_drop_caches()) {
+	if (!strcmp(b->opt.cold_method, "o_direct")) {
+		b->cold_method = FERRY_BENCH_COLD_DIRECT;
+		add_note(b, "cold runs: O_DIRECT reads (--cold-method o_direct); buffered tools are "
+			    "not available");
+	} else if (ferry_bench_drop_caches()) {
 		b->cold_method = FERRY_BENCH_COLD_DROP;
 		add_note(b, "cold runs: the page cache is dropped before each (drop_caches)");
 	} else {
 		b->cold_method = FERRY_BENCH_COLD_DIRECT;
 		add_note(b, "cold runs: writing /proc/sys/vm/drop_caches is not permitted, so "
 			    "cold means O_DIRECT reads (o_direct); buffered tools are not available");
+		if (!strcmp(b->opt.cold_method, "drop_caches"))
+			fprintf(stderr, "ferry: bench: --cold-method drop_caches is not permitted "
+					"here; using o_direct\n");
 	}
 }
 

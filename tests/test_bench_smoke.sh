@@ -1,0 +1,134 @@
+#!/bin/sh
+# `ferry bench --json` on a tiny workload on the host device: the document is
+# well formed and has the keys of its documented shape (speed is not checked);
+# --ceilings-only has no runs; usage errors exit 2; bench/python_alternatives.py
+# prints a well-formed document too, whatever modules it finds. Warm cache
+# only: a cold run would drop the page cache of the whole machine.
+# FERRY_BUILD names the build directory (default build).
+# Exit 0 pass, 1 fail, 77 skip.
+BUILD=${FERRY_BUILD:-build}
+FERRY=$BUILD/ferry
+PY=/usr/bin/python3
+[ -x "$FERRY" ] || { echo "FAIL: $FERRY is not built"; exit 1; }
+[ -x "$PY" ] || { echo "skip: $PY not found (needed to parse the JSON)"; exit 77; }
+"$FERRY" bench --help >/dev/null 2>&1 || { echo "skip: $FERRY has no bench command"; exit 77; }
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ferry-bench-smoke-XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT INT TERM
+failures=0
+
+fail() {
+	echo "FAIL: $*"
+	failures=$((failures + 1))
+}
+
+# The checks, on stdin: a ferry bench document (argument "bench", or
+# "ceilings" for --ceilings-only) or a python_alternatives one ("python").
+CHECK='
+import json, sys
+kind = sys.argv[1]
+doc = json.load(sys.stdin)
+problems = []
+for key in ("machine", "date", "device", "ceilings", "runs"):
+    if key not in doc:
+        problems.append("no key %s" % key)
+ceilings = doc.get("ceilings") or {}
+for key in ("pinned_h2d_gbps", "storage_direct_gbps", "page_cache_gbps"):
+    if key not in ceilings:
+        problems.append("no ceiling %s" % key)
+    elif ceilings[key] is not None and not isinstance(ceilings[key], (int, float)):
+        problems.append("ceiling %s is not a number" % key)
+if kind == "bench" and not ceilings.get("pinned_h2d_gbps"):
+    problems.append("pinned_h2d_gbps was not measured on the host device")
+runs = doc.get("runs")
+if not isinstance(runs, list):
+    problems.append("runs is not a list")
+    runs = []
+if kind == "ceilings" and runs:
+    problems.append("--ceilings-only gave %d runs" % len(runs))
+if kind != "ceilings" and not runs:
+    problems.append("no runs")
+KEYS = ("tool", "backend", "workload", "cache", "cold_method", "threads", "chunk", "gbps",
+        "files_per_s", "cpu_s_per_gb", "ratio_to_ceiling", "available", "note")
+for i, r in enumerate(runs):
+    for key in KEYS:
+        if key not in r:
+            problems.append("run %d has no %s" % (i, key))
+    if r.get("cache") not in ("warm", "cold"):
+        problems.append("run %d: cache %r" % (i, r.get("cache")))
+    if r.get("cold_method") not in (None, "drop_caches", "o_direct"):
+        problems.append("run %d: cold_method %r" % (i, r.get("cold_method")))
+    if not isinstance(r.get("available"), bool):
+        problems.append("run %d: available is not a boolean" % i)
+    if r.get("available"):
+        for key in ("gbps", "files_per_s", "cpu_s_per_gb"):
+            if not isinstance(r.get(key), (int, float)):
+                problems.append("run %d (%s): %s is not a number" % (i, r.get("tool"), key))
+    elif not r.get("note"):
+        problems.append("run %d (%s): unavailable without a note" % (i, r.get("tool")))
+tools = set(r.get("tool") for r in runs)
+want = {"bench": {"ferry", "naive_c", "tuned_pread"},
+        "python": {"numpy_torch", "cupy_load", "dali"}}.get(kind, set())
+for t in sorted(want - tools):
+    problems.append("no run of %s" % t)
+if kind == "bench":
+    ok = [r for r in runs if r.get("tool") == "ferry" and r.get("available")]
+    if not ok:
+        problems.append("no available ferry run on the host device")
+for p in problems:
+    print("  " + p)
+sys.exit(1 if problems else 0)
+'
+
+check() { # check KIND FILE WHAT
+	if ! "$PY" -c "$CHECK" "$1" <"$2" >"$TMP/problems" 2>&1; then
+		fail "$3:"
+		cat "$TMP/problems"
+		head -c 2000 "$2" | sed 's/^/    doc: /'
+	fi
+}
+
+"$FERRY" gen --out "$TMP/data" --files 6 --size 64k --dtype float32 --seed 1 >/dev/null ||
+	{ echo "FAIL: ferry gen failed"; exit 1; }
+
+if "$FERRY" bench --json --device host --dir "$TMP/data" --workload tiny --cache warm \
+	--threads 1,2 --seconds-limit 0.5 --min-seconds 0 >"$TMP/bench.json" 2>"$TMP/err"; then
+	check bench "$TMP/bench.json" "ferry bench --json"
+else
+	fail "ferry bench --json exited $?"
+	sed 's/^/    err: /' "$TMP/err" | tail -n 10
+fi
+
+if "$FERRY" bench --json --device host --dir "$TMP/data" --ceilings-only --seconds-limit 0.3 \
+	>"$TMP/ceilings.json" 2>"$TMP/err"; then
+	check ceilings "$TMP/ceilings.json" "ferry bench --json --ceilings-only"
+else
+	fail "ferry bench --ceilings-only exited $?"
+	sed 's/^/    err: /' "$TMP/err" | tail -n 10
+fi
+
+# The table (no --json) names every tool it ran.
+"$FERRY" bench --device host --dir "$TMP/data" --tools ferry,naive_c --threads 1 \
+	--seconds-limit 0.3 --min-seconds 0 >"$TMP/table" 2>&1 || fail "ferry bench (table) failed"
+{ grep -q '^ *ferry ' "$TMP/table" && grep -q 'naive_c' "$TMP/table"; } ||
+	fail "the table lacks ferry or naive_c rows: $(head -c 400 "$TMP/table")"
+
+for bad in "--tools nosuch" "--threads 0" "--cache lukewarm" "--chunk 3000" "--frobnicate"; do
+	# shellcheck disable=SC2086 # split on purpose
+	"$FERRY" bench $bad --dir "$TMP/data" >/dev/null 2>&1
+	rc=$?
+	[ $rc -eq 2 ] || fail "ferry bench $bad exited $rc, expected 2"
+done
+
+if [ -f bench/python_alternatives.py ]; then
+	if "$PY" bench/python_alternatives.py --dir "$TMP/data" --cache warm --seconds-limit 0.5 \
+		--min-seconds 0 >"$TMP/python.json" 2>"$TMP/err"; then
+		check python "$TMP/python.json" "bench/python_alternatives.py"
+	else
+		fail "bench/python_alternatives.py exited $?"
+		tail -n 10 "$TMP/err" | sed 's/^/    err: /'
+	fi
+fi
+
+[ $failures -eq 0 ] && echo "bench smoke: ok" && exit 0
+echo "bench smoke: $failures failure(s)"
+exit 1
