@@ -33,8 +33,11 @@ int ferry__device_open(const char *name, int ordinal, struct ferry__device **out
 	if (!name || !*name)
 		name = getenv("FERRY_DEVICE");
 	if (!name || !*name || !strcmp(name, "auto")) {
-		if (ferry__device_cuda.open((int)gpu, out) == 0)
-			return 0;
+		int rc = ferry__device_cuda.open((int)gpu, out);
+		/* No GPU means the host device; a GPU number that does not exist is a
+		 * mistake to report, not a reason to run on the host unnoticed. */
+		if (rc == 0 || rc == -FERRY_ECONFIG)
+			return rc;
 		return ferry__device_host.open(0, out);
 	}
 	const struct ferry__device_ops *ops = ferry__device_find(name);

@@ -96,7 +96,8 @@ extern const struct ferry__device_ops ferry__device_cuda;
 /*
  * Opens the device FERRY_DEVICE names (auto, cuda or host; auto when unset):
  * auto takes CUDA when libcuda loads and has a device, else host. The GPU is
- * FERRY_GPU, else LOCAL_RANK, else 0. Returns 0 or a negative code; on failure
+ * FERRY_GPU, else LOCAL_RANK, else 0; one that does not exist is
+ * -FERRY_ECONFIG, also under auto. Returns 0 or a negative code; on failure
  * ferry_last_error() says why.
  */
 int ferry__device_open_env(struct ferry__device **out);

@@ -205,7 +205,9 @@ static int find_device(int ordinal, CUdevice *out)
 	if (r == CUDA_ERROR_NO_DEVICE || (r == CUDA_SUCCESS && count == 0))
 		return ferry__fail(-FERRY_ENODEVICE, "cuda: no CUDA device");
 	if (r == CUDA_SUCCESS && (ordinal < 0 || ordinal >= count))
-		return ferry__fail(-FERRY_ENODEVICE, "cuda: device %d of %d does not exist",
+		return ferry__fail(-FERRY_ECONFIG,
+				   "cuda: GPU %d does not exist (this machine has %d; FERRY_GPU or "
+				   "LOCAL_RANK chose it)",
 				   ordinal, count);
 	if (r == CUDA_SUCCESS)
 		r = cu.p_cuDeviceGet(out, ordinal);

@@ -239,7 +239,10 @@ int ferry__load_ranges(ferry_ctx *ctx, struct ferry__file *f, const struct ferry
 	ferry__pool_parallel(ctx->pool, parallel ? parallel : 1, load_worker, &job);
 	/* Even after an error, wait: no copy may land in dst after we return. */
 	int wait_rc = ferry__staging_wait(ctx->stg, &job.ticket);
-	rc = job.error ? ferry__fail(job.error, "%s", job.message) : wait_rc;
+	if (job.error)
+		rc = ferry__fail(job.error, "%s", job.message);
+	else if ((rc = wait_rc) < 0) /* the copy's error may have been seen on another thread */
+		ferry__fail(rc, "%s: copying to the device failed: %s", f->path, ferry_strerror(rc));
 	if (stats) {
 		stats->bytes_read += job.bytes_read;
 		stats->reads += job.reads;

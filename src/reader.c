@@ -61,6 +61,7 @@ struct ferry_batch {
 	unsigned *out;               /* the delivered samples: slot indices */
 	unsigned nout;
 	atomic_uint cursor;          /* the next slot a loading thread takes */
+	unsigned parallel;           /* IO threads per sample, fixed before the read pass */
 	char *mem;                   /* device memory of the samples */
 	size_t mem_cap;
 	struct ferry__event *ev;     /* recorded after the batch's copies */
@@ -375,7 +376,7 @@ static int read_runs(struct ferry_batch *b, struct slot *s, char *dst,
 		ranges[k] = (struct ferry__range){ .offset = s->h.data_offset + runs[k].src,
 						   .len = runs[k].len,
 						   .dst = dst + runs[k].dst };
-	rc = ferry__load_ranges(b->r->ctx, s->f, ranges, (unsigned)n, slot_parallel(b), &s->stats);
+	rc = ferry__load_ranges(b->r->ctx, s->f, ranges, (unsigned)n, b->parallel, &s->stats);
 	free(ranges);
 	return rc;
 }
@@ -386,7 +387,7 @@ static int copy_runs_via_scratch(struct ferry_batch *b, struct slot *s, char *ds
 				 const struct ferry__run *runs, int64_t n)
 {
 	struct ferry__device *dev = b->r->dev;
-	unsigned par = slot_parallel(b);
+	unsigned par = b->parallel;
 	void *scratch;
 	int rc;
 
@@ -494,6 +495,8 @@ static int load_batch(struct ferry_batch *b)
 	if (rc == 0)
 		rc = lay_out_batch(b);
 	if (rc == 0) {
+		/* Before the pass: during it, other threads' slots change (errors). */
+		b->parallel = slot_parallel(b);
 		for_each_slot(b, load_slot);
 		rc = settle_slots(b);
 	}

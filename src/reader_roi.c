@@ -102,8 +102,12 @@ static int64_t end_value(const struct ferry__roi_spec *spec, int k, int64_t ext,
 		return spec->end[k];
 	if (spec->has_end == 2)
 		return llround(spec->end_rel[k] * (double)ext);
-	if (spec->has_shape == 1)
-		return llround(start) + spec->shape[k];
+	if (spec->has_shape == 1) {
+		int64_t end;
+		if (__builtin_add_overflow(llround(start), spec->shape[k], &end))
+			return INT64_MAX; /* past any extent: the policy or the size check refuses it */
+		return end;
+	}
 	if (spec->has_shape == 2)
 		return llround(start + spec->shape_rel[k] * (double)ext);
 	return ext;
@@ -132,6 +136,14 @@ static int apply_policy(const struct ferry__roi_spec *spec, int axis, int64_t ex
 	return 0;
 }
 
+/* Elements a region may have: its bytes must fit in 63 bits for any dtype. */
+#define MAX_REGION_COUNT ((uint64_t)INT64_MAX / 16)
+
+static int region_too_large(const char *path)
+{
+	return ferry__fail(-FERRY_EBOUNDS, "%s: roi is too large to represent", path);
+}
+
 int ferry__roi_resolve(const struct ferry__roi_spec *spec, int ndim, const int64_t *shape,
 		       const char *path, struct ferry__region *out)
 {
@@ -152,11 +164,14 @@ int ferry__roi_resolve(const struct ferry__roi_spec *spec, int ndim, const int64
 		if (rc < 0)
 			return rc;
 		out->start[ax] = begin;
-		out->shape[ax] = end - begin;
+		if (__builtin_sub_overflow(end, begin, &out->shape[ax]))
+			return region_too_large(path);
 	}
 	out->count = 1;
 	for (int d = 0; d < ndim; d++)
-		out->count *= (uint64_t)out->shape[d];
+		if (__builtin_mul_overflow(out->count, (uint64_t)out->shape[d], &out->count) ||
+		    out->count > MAX_REGION_COUNT)
+			return region_too_large(path);
 	for (int d = 0; d < ndim && out->count; d++)
 		if (out->start[d] < 0 || out->start[d] + out->shape[d] > shape[d])
 			out->padded = 1;

@@ -613,9 +613,12 @@ int ferry__staging_queue(struct ferry__staging *stg, struct ferry__buf *buf,
 		stg->nleased--;
 		push_free(stg, buf);
 		pthread_cond_broadcast(&stg->changed);
-	} else if (stg->pending->ncopies > stg->launch_after) {
+	} else {
+		/* A thread that found every buffer leased may now launch this batch. */
+		pthread_cond_broadcast(&stg->changed);
 		/* Once queued, a launch failure reaches the copies' tickets, not this call. */
-		launch_pending(stg);
+		if (stg->pending->ncopies > stg->launch_after)
+			launch_pending(stg);
 	}
 out:
 	pthread_mutex_unlock(&stg->lock);

@@ -2,7 +2,8 @@
 # Several ranks (processes) read one dataset, each taking its shard from RANK
 # and WORLD_SIZE as torchrun and MPI launchers set them: together they must
 # read every sample exactly once per epoch, for 1 to 4 ranks and a dataset
-# size that does not divide evenly.
+# size that does not divide evenly. FERRY_GPU=0 lets every rank share GPU 0
+# on a machine with one GPU (LOCAL_RANK alone would pick GPU r).
 BUILD=${FERRY_BUILD:-build}
 FERRY=$BUILD/ferry
 DIR=$(mktemp -d)
@@ -12,7 +13,7 @@ ls "$DIR/data" | grep '\.npy$' | sort >"$DIR/all"
 for n in 1 2 3 4; do
 	pids=""
 	for r in $(seq 0 $((n - 1))); do
-		RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r "$FERRY" read --root "$DIR/data" --batch 4 \
+		RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r FERRY_GPU=0 "$FERRY" read --root "$DIR/data" --batch 4 \
 			--epochs 2 --shuffle --seed 9 --order >"$DIR/rank$r" 2>"$DIR/err$r" &
 		pids="$pids $!"
 	done
