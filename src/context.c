@@ -21,9 +21,11 @@ static int io_init(ferry_ctx *ctx, const struct ferry__io_ops *ops)
 
 /*
  * auto: POSIX reads into pinned host staging, then one host-to-device copy.
- * On the GPU machine (no nvidia-fs, so cuFile runs in compatibility mode)
- * that path measured fastest for page-cache and O_DIRECT reads alike; see
- * bench/results/. uring is chosen only by name.
+ * On the H200 machine (bench/results/2026-12-02-1633-NVIDIA-H200) that path
+ * was fastest from a warm page cache (48 GB/s on 64 MiB files against 31 for
+ * io_uring) and within the spread of the O_DIRECT backends from disk (1.5 to
+ * 1.9 GB/s, all near the 1.7-1.9 GB/s raw read); cuFile there runs in
+ * compatibility mode and was no faster. uring and cufile are chosen by name.
  */
 static int choose_io(ferry_ctx *ctx, const char *want)
 {
@@ -40,7 +42,8 @@ static int choose_io(ferry_ctx *ctx, const char *want)
 		return io_init(ctx, ops);
 	}
 	snprintf(ctx->io_reason, sizeof(ctx->io_reason),
-		 "auto: pread into pinned staging + one host-to-device copy measured fastest");
+		 "auto: pread into pinned staging, one host-to-device copy: fastest measured "
+		 "on a warm cache, on par from disk");
 	return io_init(ctx, &ferry__io_posix);
 }
 
