@@ -168,7 +168,9 @@ int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 			"device:  %s\n"
 			"io:      %s%s%s (%s)\n"
 			"staging: %zu KiB chunks, %s memory\n"
-			"threads: %u, O_DIRECT %s\n",
+			"threads: %u, O_DIRECT %s\n"
+			"convert: big-endian and Fortran-order files are converted on the host "
+			"(ferry has no GPU kernels)\n",
 			ferry_version(), device, ctx->io_ops->name, *io ? ", " : "", io,
 			ctx->io_reason, ferry__staging_chunk_size(ctx->stg) >> 10,
 			ctx->io_ops->placement == FERRY__STAGE_DEVICE ? "device" : "pinned host",
