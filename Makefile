@@ -51,7 +51,7 @@ BENCH_SRCS := $(sort $(wildcard bench/*.c))
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all test demo install fuzz bench clean
-all: $(BUILD)/libferry.so $(BUILD)/libferry.a $(BUILD)/ferry $(TEST_BINS) $(BENCH_BINS) $(BUILD)/ferry.pc
+all: $(BUILD)/libferry.so $(BUILD)/libferry.a $(BUILD)/ferry $(TEST_BINS) $(BENCH_BINS)
 	@[ "$(BUILD)" = build ] || ln -sfn ../$(BUILD)/ferry build/ferry-$(SANITIZE) 2>/dev/null || true
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h include/*.h) | $(BUILD)/obj
@@ -83,9 +83,6 @@ $(BUILD)/tests/test_fault_%: tests/test_fault_%.c $(TEST_COMMON) tests/common/he
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libferry.a | $(BUILD)/bench
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
 
-$(BUILD)/ferry.pc: ferry.pc.in Makefile
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
-
 test: all
 	@BUILD=$(BUILD) sh tests/run.sh
 
@@ -107,7 +104,8 @@ install: all
 	ln -sf libferry.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libferry.so
 	install -m 644 $(BUILD)/libferry.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/ferry $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(BUILD)/ferry.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' ferry.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ferry.pc
 
 clean:
 	rm -rf build build-asan build-tsan
