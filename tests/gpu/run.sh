@@ -1,7 +1,8 @@
 #!/bin/sh
 # The GPU machine's suite: build, every test with the CUDA device, a heavy
 # stress, and the engine's overhead against a plain copy loop. Writes logs to
-# $OUT (or ./gpu-out). Usage: sh tests/gpu/run.sh [quick]
+# $OUT (or ./gpu-out). NO_BUILD=1 uses build/ as carried (built where
+# liburing is installed, so the uring backend is in it). Usage: sh tests/gpu/run.sh
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
 export FERRY_DEVICE=cuda
