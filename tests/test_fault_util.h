@@ -137,10 +137,13 @@ static inline int shot_result(struct fault_shot *s, int rc)
 	return rc;
 }
 
-/* The pool is back to full: nothing leased, pending or in flight. */
+/* The pool is back to full once everything launched is done: nothing leased,
+ * pending or in flight. (A completed batch is reclaimed by the next lease or
+ * wait, so wait first: stats alone may still count it in flight.) */
 static inline void shot_check_pool(const struct fault_shot *s, struct ferry__staging *stg)
 {
 	struct ferry__staging_stats st;
+	ferry__staging_wait(stg, NULL);
 	ferry__staging_stats(stg, &st);
 	if (st.free != st.total || st.leased || st.pending || st.in_flight)
 		shot_fail(s, "pool not full: %u free of %u, %u leased, %u pending, %u in flight",
