@@ -265,11 +265,13 @@ static int drain_by_stream_sync(struct ferry__staging *stg)
 	return 0;
 }
 
-/* After a failed launch some copies may be queued: free the batch only once
- * the stream is idle. */
-static void recover_from_failed_launch(struct ferry__staging *stg, struct ferry__batch *b)
+/* A batch launched without an event of its own (none could be had, or a copy
+ * failed to issue, so some copies may be queued): free it once the whole
+ * stream is idle. */
+static void finish_untracked_batch(struct ferry__staging *stg, struct ferry__batch *b)
 {
 	if (drain_by_stream_sync(stg) < 0) {
+		mark_tickets(stg, b, stg->fatal);
 		for (struct ferry__buf *buf = b->bufs; buf; buf = buf->next)
 			buf->state = BUF_LOST;
 		stg->npending -= b->nbufs;
@@ -315,7 +317,7 @@ static int issue_copies(struct ferry__staging *stg, struct ferry__batch *b)
 		if (rc < 0)
 			return rc;
 	}
-	return stg->dev->ops->event_record(stg->dev, b->event, stg->stream);
+	return 0;
 }
 
 static void append_to_fifo(struct ferry__staging *stg, struct ferry__batch *b)
@@ -339,17 +341,21 @@ static int launch_pending(struct ferry__staging *stg)
 	struct ferry__batch *b = stg->pending;
 	if (!b)
 		return 0;
-	int rc = take_event(stg, &b->event);
-	if (rc < 0)
-		return rc; /* still pending: nothing was issued */
+	/* Without an event of its own a batch cannot be tracked: it is issued all
+	 * the same, and the whole stream is waited for instead. Leaving it pending
+	 * would let its copies run later, into memory its owner was told is done. */
+	int tracked = take_event(stg, &b->event) == 0;
 	stg->pending = NULL;
-	rc = issue_copies(stg, b);
-	if (rc < 0) {
-		mark_tickets(stg, b, rc);
-		recover_from_failed_launch(stg, b);
-		return rc;
-	}
+	int rc = issue_copies(stg, b);
+	if (rc == 0 && tracked)
+		rc = stg->dev->ops->event_record(stg->dev, b->event, stg->stream);
 	ferry__trace(stg->trace, "launch", -1, b->seq, NULL, b->ncopies, NULL, 0);
+	if (rc < 0 || !tracked) {
+		if (rc < 0)
+			mark_tickets(stg, b, rc);
+		finish_untracked_batch(stg, b);
+		return rc < 0 ? rc : stg->fatal;
+	}
 	append_to_fifo(stg, b);
 	schedule_point(stg, FERRY__SP_LAUNCHED, b->seq);
 	return 0;
@@ -643,9 +649,7 @@ static int wait_until(struct ferry__staging *stg, uint64_t target)
 		if (stg->completed_seq >= target || (!stg->fifo_head && !stg->pending))
 			return 0;
 		if (!stg->fifo_head || stg->fifo_head->seq > target) {
-			int rc = launch_pending(stg);
-			if (rc < 0 && stg->pending)
-				return rc; /* could not launch: nothing was issued */
+			launch_pending(stg); /* its errors reach the copies' tickets */
 			continue;
 		}
 		if (wait_for_batch(stg, stg->fifo_head) < 0)

@@ -122,7 +122,9 @@ int ferry__staging_give_back(struct ferry__staging *stg, struct ferry__buf *buf)
 int ferry__staging_queue(struct ferry__staging *stg, struct ferry__buf *buf,
 			 const struct ferry__copy *copies, unsigned n, struct ferry__ticket *t);
 /* Launches the pending batch (if any); then, if fence is not NULL, records it
- * on the copy stream after everything queued so far. */
+ * on the copy stream after everything queued so far. When no event can be had
+ * for the batch, it is issued anyway and the copy stream waited for. Returns 0
+ * or the launch's error (which its copies' tickets carry too). */
 int ferry__staging_commit(struct ferry__staging *stg, struct ferry__event *fence);
 /* Launches what is pending and waits until the copies of t (all copies queued
  * so far when t is NULL) have completed. Returns 0 or the first error. */
