@@ -8,13 +8,8 @@ numpy, no torch, no GPU). cupy is tested when importable.
 import gc
 import os
 import sys
-import tempfile
-import traceback
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-os.environ["FERRY_LIBRARY"] = os.path.join(ROOT, os.environ.get("FERRY_BUILD", "build"),
-                                           "libferry.so")
+from pyharness import check, run_tests  # noqa: E402
 try:
     import numpy as np
     import torch
@@ -37,13 +32,6 @@ except ferry.FerryError as e:
     sys.exit(77)
 
 DTYPES = ["?", "i1", "i2", "i4", "i8", "u1", "f2", "f4", "f8", "c8", "c16"]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def data(dtype, shape, seed):
@@ -164,15 +152,8 @@ def main():
     print("libferry", ferry.library_version(), "torch", torch.__version__,
           "cupy", cupy.__version__ if cupy is not None else None)
     print(CTX.describe())
-    with tempfile.TemporaryDirectory(prefix="ferry-py-gpu-") as tmp:
-        for test in (test_interop, test_lifetime, test_streams, test_reader_lifetime):
-            try:
-                test(tmp)
-            except Exception:
-                traceback.print_exc()
-                failures.append(test.__name__ + " raised")
-    print("%s: %d failure(s)" % ("FAIL" if failures else "PASS", len(failures)))
-    return 1 if failures else 0
+    return run_tests((test_interop, test_lifetime, test_streams, test_reader_lifetime),
+                     "ferry-py-gpu-")
 
 
 if __name__ == "__main__":

@@ -9,14 +9,9 @@ import gc
 import os
 import struct
 import sys
-import tempfile
-import traceback
 import weakref
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-os.environ["FERRY_LIBRARY"] = os.path.join(ROOT, os.environ.get("FERRY_BUILD", "build"),
-                                           "libferry.so")
+from pyharness import check, run_tests, to_numpy  # noqa: E402
 try:
     import numpy as np
 except ImportError:
@@ -26,18 +21,7 @@ import ferry  # noqa: E402
 
 DTYPES = ["?", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8", "c8", "c16"]
 SHAPES = [(), (0,), (7,), (3, 4), (2, 3, 5), (1, 4, 1, 3)]
-failures = []
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def to_numpy(x):
-    """ferry.load's result as a numpy array (a copy for a CUDA ferry.Array)."""
-    return x if isinstance(x, np.ndarray) else x.numpy()
 
 
 def sample(dtype, shape, seed):
@@ -232,15 +216,7 @@ def test_dlpack(tmp):
 
 def main():
     print("libferry", ferry.library_version())
-    with tempfile.TemporaryDirectory(prefix="ferry-py-") as tmp:
-        for test in (test_dtypes_orders, test_errors, test_lifetime, test_dlpack):
-            try:
-                test(tmp)
-            except Exception:
-                traceback.print_exc()
-                failures.append(test.__name__ + " raised")
-    print("%s: %d failure(s)" % ("FAIL" if failures else "PASS", len(failures)))
-    return 1 if failures else 0
+    return run_tests((test_dtypes_orders, test_errors, test_lifetime, test_dlpack), "ferry-py-")
 
 
 if __name__ == "__main__":

@@ -8,14 +8,9 @@ libferry without the reader).
 import gc
 import os
 import sys
-import tempfile
-import traceback
 import weakref
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-os.environ["FERRY_LIBRARY"] = os.path.join(ROOT, os.environ.get("FERRY_BUILD", "build"),
-                                           "libferry.so")
+from pyharness import check, run_tests, to_numpy  # noqa: E402
 try:
     import numpy as np
 except ImportError:
@@ -30,17 +25,7 @@ if _lib.missing_reader_functions():
 
 N = 11
 SHAPE = (6, 8)
-failures = []
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def to_numpy(x):
-    return x if isinstance(x, np.ndarray) else x.numpy()
 
 
 def content(i):
@@ -294,17 +279,9 @@ def ferry_owner(x):
 
 def main():
     print("libferry", ferry.library_version())
-    with tempfile.TemporaryDirectory(prefix="ferry-py-reader-") as tmp:
-        root, paths = make_dataset(tmp)
-        for test in (test_basic, test_shards, test_shuffle, test_padding, test_roi,
-                     test_errors, test_lifetime):
-            try:
-                test(root, paths, tmp)
-            except Exception:
-                traceback.print_exc()
-                failures.append(test.__name__ + " raised")
-    print("%s: %d failure(s)" % ("FAIL" if failures else "PASS", len(failures)))
-    return 1 if failures else 0
+    return run_tests((test_basic, test_shards, test_shuffle, test_padding, test_roi,
+                     test_errors, test_lifetime), "ferry-py-reader-",
+                     setup=make_dataset)
 
 
 if __name__ == "__main__":
