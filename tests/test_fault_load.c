@@ -103,16 +103,10 @@ static void load_workload(void *arg, struct fault_shot *shot)
 	struct load_case *c = arg;
 	struct ferry_ctx_options opt = { .chunk_size = CHUNK, .max_buffers = 2,
 					 .threads = c->threads };
-	struct ferry__device *fdev = t_fault_device(t_open_device());
 	ferry_ctx *ctx;
 	shot->must_name = c->dir;
-	shot_arm(shot, fdev);
-	if (shot_result(shot, ferry__ctx_create_on(fdev, t_fault_io(&ferry__io_posix), &opt,
-						   &ctx)) < 0) {
-		shot_device_lost(shot);
-		shot_disarm(shot);
+	if (!(ctx = shot_open_ctx(shot, &opt)))
 		return;
-	}
 	load_new(c, shot, ctx, &c->big);
 	load_into(c, shot, ctx, &c->swapped, 0);
 	load_into(c, shot, ctx, &c->small, 0);

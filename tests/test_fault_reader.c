@@ -91,17 +91,11 @@ static void reader_workload(void *arg, struct fault_shot *shot)
 	struct ferry_reader_config cfg = { .root = c->dir, .batch_size = 2, .epochs = EPOCHS,
 					   .threads = 2, .prefetch_depth = 2,
 					   .on_error = c->on_error };
-	struct ferry__device *fdev = t_fault_device(t_open_device());
 	ferry_ctx *ctx;
 	ferry_reader *r;
 	shot->must_name = c->dir;
-	shot_arm(shot, fdev);
-	if (shot_result(shot, ferry__ctx_create_on(fdev, t_fault_io(&ferry__io_posix), &opt,
-						   &ctx)) < 0) {
-		shot_device_lost(shot);
-		shot_disarm(shot);
+	if (!(ctx = shot_open_ctx(shot, &opt)))
 		return;
-	}
 	if (shot_result(shot, ferry_reader_open(ctx, &cfg, &r)) == 0) {
 		uint64_t samples = read_all(c, shot, ctx, r);
 		if (c->on_error == FERRY_ON_ERROR_SKIP)

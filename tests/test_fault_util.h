@@ -137,6 +137,22 @@ static inline int shot_result(struct fault_shot *s, int rc)
 	return rc;
 }
 
+/* Arms s on a fresh fault device and opens a context on it, with the fault IO
+ * over posix. Returns the context, or NULL when the fault hit its creation
+ * (the device went with it; s is disarmed). */
+static inline ferry_ctx *shot_open_ctx(struct fault_shot *s, const struct ferry_ctx_options *opt)
+{
+	struct ferry__device *fdev = t_fault_device(t_open_device());
+	ferry_ctx *ctx;
+	shot_arm(s, fdev);
+	if (shot_result(s, ferry__ctx_create_on(fdev, t_fault_io(&ferry__io_posix), opt, &ctx)) < 0) {
+		shot_device_lost(s);
+		shot_disarm(s);
+		return NULL;
+	}
+	return ctx;
+}
+
 /* The pool is back to full once everything launched is done: nothing leased,
  * pending or in flight. (A completed batch is reclaimed by the next lease or
  * wait, so wait first: stats alone may still count it in flight.) */
