@@ -96,24 +96,33 @@ static void run_chunks(struct engine_run *r)
 	t_alloc_pause(0);
 }
 
+/* The workload on r->dev, which the caller armed: output memory, an engine,
+ * the chunks, and destroy. Disarms the shot at the end. */
+static void run_armed(struct engine_run *r)
+{
+	struct ferry__staging_config cfg = {
+		.chunk_size = CHUNK, .max_buffers = 3, .initial_buffers = 2, .launch_after = 2,
+		.placement = r->c->placement,
+	};
+	struct fault_shot *shot = r->shot;
+	void **dst = (void **)&r->dst;
+	if (shot_result(shot, r->dev->ops->mem_alloc(r->dev, NCHUNKS * CHUNK, dst)) == 0) {
+		if (shot_result(shot, ferry__staging_create(r->dev, &cfg, &r->stg)) == 0) {
+			run_chunks(r);
+			shot_result(shot, ferry__staging_destroy(r->stg));
+		}
+		r->dev->ops->mem_free(r->dev, r->dst);
+	}
+	shot_disarm(shot);
+}
+
 static void engine_workload(void *arg, struct fault_shot *shot)
 {
 	struct engine_case *c = arg;
 	struct engine_run r = { .c = c, .shot = shot };
-	struct ferry__staging_config cfg = {
-		.chunk_size = CHUNK, .max_buffers = 3, .initial_buffers = 2, .launch_after = 2,
-		.placement = c->placement,
-	};
 	r.dev = t_fault_device(t_open_device());
 	shot_arm(shot, r.dev);
-	if (shot_result(shot, r.dev->ops->mem_alloc(r.dev, NCHUNKS * CHUNK, (void **)&r.dst)) == 0) {
-		if (shot_result(shot, ferry__staging_create(r.dev, &cfg, &r.stg)) == 0) {
-			run_chunks(&r);
-			shot_result(shot, ferry__staging_destroy(r.stg));
-		}
-		r.dev->ops->mem_free(r.dev, r.dst);
-	}
-	shot_disarm(shot);
+	run_armed(&r);
 	r.dev->ops->close(r.dev);
 }
 
@@ -126,22 +135,11 @@ static void engine_workload_double(void *arg, struct fault_shot *shot)
 {
 	struct engine_case *c = arg;
 	struct engine_run r = { .c = c, .shot = shot };
-	struct ferry__staging_config cfg = {
-		.chunk_size = CHUNK, .max_buffers = 3, .initial_buffers = 2, .launch_after = 2,
-		.placement = c->placement,
-	};
 	struct ferry__device *inner = t_fault_device(t_open_device());
 	r.dev = t_fault_device(inner);
 	t_fault_arm(inner, T_FAULT_STREAM_SYNC, shot->n ? 1 : 0, -FERRY_EDEVICE, 0);
 	shot_arm(shot, r.dev);
-	if (shot_result(shot, r.dev->ops->mem_alloc(r.dev, NCHUNKS * CHUNK, (void **)&r.dst)) == 0) {
-		if (shot_result(shot, ferry__staging_create(r.dev, &cfg, &r.stg)) == 0) {
-			run_chunks(&r);
-			shot_result(shot, ferry__staging_destroy(r.stg));
-		}
-		r.dev->ops->mem_free(r.dev, r.dst);
-	}
-	shot_disarm(shot);
+	run_armed(&r);
 	if (shot->n && !t_fault_fired(inner))
 		shot_fail(shot, "the stream sync after the failed copy was not made");
 	r.dev->ops->close(r.dev);

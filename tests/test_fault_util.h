@@ -17,6 +17,7 @@
 #include <stdarg.h>
 
 #include "common.h"
+#include "context.h"
 #include "helpers.h"
 #include "io.h"
 #include "staging.h"
