@@ -5,16 +5,12 @@
 #include "load.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "common.h"
-#include "convert.h"
 
 #define IO_ALIGN 4096u
 #define MAX_READS_PER_CALL 4 /* reads a thread submits at once (several in flight on uring) */
