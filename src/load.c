@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "common.h"
+#include "io_common.h"
 
-#define IO_ALIGN 4096u
 #define MAX_READS_PER_CALL 4 /* reads a thread submits at once (several in flight on uring) */
 
 struct planned_read {
@@ -42,12 +42,12 @@ struct load_job {
 
 static uint64_t align_down(uint64_t v)
 {
-	return v & ~(uint64_t)(IO_ALIGN - 1);
+	return v & ~(uint64_t)(FERRY__IO_ALIGN - 1);
 }
 
 static uint64_t align_up(uint64_t v)
 {
-	return align_down(v + IO_ALIGN - 1);
+	return align_down(v + FERRY__IO_ALIGN - 1);
 }
 
 static int grow_array(void **items, unsigned *cap, unsigned want, size_t size)
