@@ -49,6 +49,8 @@ struct ferry__stream {
 struct ferry__event {
 	uint64_t recorded;  /* generation of the latest record */
 	uint64_t completed; /* newest generation a worker has passed */
+	unsigned queued;    /* queued records and waits that still use it */
+	int destroyed;      /* destroyed while queued: the last of those frees it */
 };
 
 struct ferry__gate {
@@ -134,6 +136,14 @@ static void run_op(struct ferry__stream *s, struct op *op)
 	}
 }
 
+/* As with CUDA, an event may be destroyed while records or waits that use it
+ * are queued: it is freed once the last of them has run. Lock held. */
+static void release_event_locked(struct ferry__event *ev)
+{
+	if (--ev->queued == 0 && ev->destroyed)
+		free(ev);
+}
+
 static void *stream_worker(void *arg)
 {
 	struct ferry__stream *s = arg;
@@ -144,6 +154,8 @@ static void *stream_worker(void *arg)
 			pthread_cond_wait(&s->work, &d->lock);
 		struct op *op = s->head;
 		run_op(s, op);
+		if (op->event)
+			release_event_locked(op->event);
 		s->head = op->next;
 		if (!s->head)
 			s->tail = NULL;
@@ -255,7 +267,13 @@ static int host_event_create(struct ferry__device *dev, struct ferry__event **ou
 
 static void host_event_destroy(struct ferry__device *dev, struct ferry__event *ev)
 {
-	free(ev);
+	struct host_device *d = host(dev);
+	pthread_mutex_lock(&d->lock);
+	int in_use = ev->queued > 0;
+	ev->destroyed = in_use;
+	pthread_mutex_unlock(&d->lock);
+	if (!in_use)
+		free(ev);
 }
 
 static int host_event_record(struct ferry__device *dev, struct ferry__event *ev,
@@ -267,6 +285,7 @@ static int host_event_record(struct ferry__device *dev, struct ferry__event *ev,
 	*op = (struct op){ .kind = OP_EVENT, .event = ev };
 	pthread_mutex_lock(&s->dev->lock);
 	op->generation = ++ev->recorded;
+	ev->queued++;
 	enqueue_locked(s, op);
 	pthread_mutex_unlock(&s->dev->lock);
 	return 0;
@@ -301,6 +320,7 @@ static int host_stream_wait_event(struct ferry__device *dev, struct ferry__strea
 	*op = (struct op){ .kind = OP_WAIT_EVENT, .event = ev };
 	pthread_mutex_lock(&s->dev->lock);
 	op->generation = ev->recorded;
+	ev->queued++;
 	enqueue_locked(s, op);
 	pthread_mutex_unlock(&s->dev->lock);
 	return 0;
