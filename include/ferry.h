@@ -131,6 +131,29 @@ FERRY_API void ferry_array_free(ferry_array *a);
 FERRY_API int ferry_load_into(ferry_ctx *ctx, const char *path, void *dst, size_t dst_len,
 			      struct ferry_array_info *info);
 
+/* ---- Loading without waiting ----
+ * The calls above return once the bytes are on the device. These return as
+ * soon as every copy is queued (the file has been read; the copies to the
+ * device may still run), so the next file's reads overlap this one's copies.
+ * The array must not be read before ferry_array_wait or
+ * ferry_array_stream_wait says so; ferry_array_free waits for the copies
+ * first. A copy that fails after the call returned is reported by
+ * ferry_array_wait, on CUDA as the stream's error, and by ferry_ctx_destroy. */
+
+/* As ferry_load, returning once every copy is queued. */
+FERRY_API int ferry_load_async(ferry_ctx *ctx, const char *path, ferry_array **out);
+/* As ferry_load_into, returning once every copy is queued. The array views dst
+ * (ferry_array_free does not free dst); its info is the array's header. */
+FERRY_API int ferry_load_into_async(ferry_ctx *ctx, const char *path, void *dst, size_t dst_len,
+				    ferry_array **out);
+/* Waits on the host until the array's copies have completed. Returns 0 or a
+ * negative code (the message names the file). At once for a ferry_load array. */
+FERRY_API int ferry_array_wait(ferry_array *a);
+/* Makes the caller's CUDA stream (a CUstream; NULL: the legacy default stream)
+ * wait for the array's copies, without a host wait. On the host device it
+ * waits on the host. Returns 0 or a negative code. */
+FERRY_API int ferry_array_stream_wait(ferry_array *a, void *cuda_stream);
+
 /* Reads len raw bytes of any file, starting at offset, into the device buffer
  * dst. Returns 0, -FERRY_ETRUNCATED when the file ends first, or -errno. */
 FERRY_API int ferry_read_range(ferry_ctx *ctx, const char *path, uint64_t offset, uint64_t len,

@@ -9,6 +9,11 @@
 struct ferry_array {
 	ferry_ctx *ctx;
 	void *data;
+	int owns_data;              /* ferry_load allocated data; free frees it */
+	int async;                  /* loaded by a *_async call: */
+	struct ferry__ticket ticket; /* its copies, for host waits */
+	struct ferry__event *fence; /* recorded after them, for stream waits */
+	char *path;                 /* for messages */
 	struct ferry_array_info info;
 };
 
@@ -32,13 +37,13 @@ int ferry_info(const char *path, struct ferry_array_info *out)
 	return rc;
 }
 
-/* Opens path, reads its header and, when dst is NULL, allocates device memory. */
+/* Opens path, reads its header and, when dst is NULL, allocates device memory.
+ * With async it returns once the copies are launched (see ferry__load_ranges). */
 static int load_file(ferry_ctx *ctx, const char *path, void **dst, size_t dst_len,
-		     struct ferry_array_info *info)
+		     struct ferry_array_info *info, struct ferry__ticket *async)
 {
 	struct ferry__file *f;
 	struct ferry__npy_header h;
-	ferry__clear_error();
 	int rc = open_file(ctx, path, &f);
 	if (rc < 0)
 		return rc;
@@ -55,7 +60,7 @@ static int load_file(ferry_ctx *ctx, const char *path, void **dst, size_t dst_le
 			    (unsigned long long)h.data_size, ferry_last_error());
 		goto out;
 	}
-	rc = ferry__load_payload(ctx, f, &h, *dst, ctx->threads, NULL);
+	rc = ferry__load_payload(ctx, f, &h, *dst, ctx->threads, async, NULL);
 	if (rc < 0 && allocated) {
 		ferry_device_free(ctx, *dst);
 		*dst = NULL;
@@ -67,27 +72,107 @@ out:
 	return rc;
 }
 
-int ferry_load(ferry_ctx *ctx, const char *path, ferry_array **out)
+static void array_free(ferry_array *a)
+{
+	struct ferry__device *dev = a->ctx->dev;
+	if (a->async)
+		ferry__staging_wait(a->ctx->stg, &a->ticket); /* no copy may land in freed memory */
+	if (a->fence)
+		dev->ops->event_destroy(dev, a->fence);
+	if (a->owns_data)
+		ferry_device_free(a->ctx, a->data);
+	free(a->path);
+	free(a);
+}
+
+/* Makes an array for a load of path into dst (NULL: into new device memory). */
+static int new_array(ferry_ctx *ctx, const char *path, void *dst, int async, ferry_array **out)
 {
 	ferry_array *a = calloc(1, sizeof(*a));
-	if (!a)
-		return ferry__fail(-ENOMEM, "%s: out of memory", path);
-	a->ctx = ctx;
-	int rc = load_file(ctx, path, &a->data, 0, &a->info);
-	if (rc < 0) {
+	if (!a || !(a->path = strdup(path))) {
 		free(a);
+		return ferry__fail(-ENOMEM, "%s: out of memory", path);
+	}
+	a->ctx = ctx;
+	a->data = dst;
+	a->owns_data = !dst; /* load_file then allocates it, freeing it again if it fails */
+	a->async = async;
+	int rc = async ? ctx->dev->ops->event_create(ctx->dev, &a->fence) : 0;
+	if (rc < 0) {
+		ferry__fail(rc, "%s: cannot create a device event: %s", path, ferry_strerror(rc));
+		array_free(a);
 		return rc;
 	}
 	*out = a;
 	return 0;
 }
 
+static int load_array(ferry_ctx *ctx, const char *path, void *dst, size_t dst_len, int async,
+		      ferry_array **out)
+{
+	ferry_array *a = NULL;
+	ferry__clear_error();
+	int rc = new_array(ctx, path, dst, async, &a);
+	if (rc < 0)
+		return rc;
+	rc = load_file(ctx, path, &a->data, dst_len, &a->info, async ? &a->ticket : NULL);
+	if (rc == 0 && async && (rc = ferry__staging_commit(ctx->stg, a->fence)) < 0)
+		ferry__fail(rc, "%s: cannot queue the copies: %s", path, ferry_strerror(rc));
+	if (rc < 0) {
+		array_free(a); /* which waits for any copy still in flight */
+		return rc;
+	}
+	*out = a;
+	return 0;
+}
+
+int ferry_load(ferry_ctx *ctx, const char *path, ferry_array **out)
+{
+	return load_array(ctx, path, NULL, 0, 0, out);
+}
+
+int ferry_load_async(ferry_ctx *ctx, const char *path, ferry_array **out)
+{
+	return load_array(ctx, path, NULL, 0, 1, out);
+}
+
 int ferry_load_into(ferry_ctx *ctx, const char *path, void *dst, size_t dst_len,
 		    struct ferry_array_info *info)
 {
+	ferry__clear_error();
 	if (!dst)
 		return ferry__fail(-EINVAL, "%s: destination is NULL", path);
-	return load_file(ctx, path, &dst, dst_len, info);
+	return load_file(ctx, path, &dst, dst_len, info, NULL);
+}
+
+int ferry_load_into_async(ferry_ctx *ctx, const char *path, void *dst, size_t dst_len,
+			  ferry_array **out)
+{
+	ferry__clear_error();
+	if (!dst)
+		return ferry__fail(-EINVAL, "%s: destination is NULL", path);
+	return load_array(ctx, path, dst, dst_len, 1, out);
+}
+
+int ferry_array_wait(ferry_array *a)
+{
+	int rc = a->async ? ferry__staging_wait(a->ctx->stg, &a->ticket) : 0;
+	if (rc < 0)
+		ferry__fail(rc, "%s: copying to the device failed: %s", a->path, ferry_strerror(rc));
+	return rc;
+}
+
+/* As for batches: on CUDA the caller's CUstream waits on the device; the host
+ * device has no streams, so there it is a host wait. */
+int ferry_array_stream_wait(ferry_array *a, void *cuda_stream)
+{
+	struct ferry__device *dev = a->ctx->dev;
+	if (!a->async || strcmp(dev->ops->name, "cuda"))
+		return ferry_array_wait(a);
+	int rc = dev->ops->stream_wait_event(dev, (struct ferry__stream *)cuda_stream, a->fence);
+	if (rc < 0)
+		ferry__fail(rc, "%s: cannot make the stream wait: %s", a->path, ferry_strerror(rc));
+	return rc;
 }
 
 void *ferry_array_data(const ferry_array *a)
@@ -102,10 +187,8 @@ const struct ferry_array_info *ferry_array_info(const ferry_array *a)
 
 void ferry_array_free(ferry_array *a)
 {
-	if (!a)
-		return;
-	ferry_device_free(a->ctx, a->data);
-	free(a);
+	if (a)
+		array_free(a);
 }
 
 int ferry_read_range(ferry_ctx *ctx, const char *path, uint64_t offset, uint64_t len, void *dst)
@@ -121,7 +204,7 @@ int ferry_read_range(ferry_ctx *ctx, const char *path, uint64_t offset, uint64_t
 				 (unsigned long long)f->size);
 	else if (len)
 		rc = ferry__load_ranges(ctx, f, &(struct ferry__range){ offset, len, dst }, 1,
-					ctx->threads, NULL);
+					ctx->threads, NULL, NULL);
 	ctx->io_ops->close(ctx->io, f);
 	return rc;
 }

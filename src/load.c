@@ -36,7 +36,7 @@ struct load_job {
 	int error;         /* first error (under lock) */
 	char message[512]; /* its message, from the thread that hit it */
 	pthread_mutex_t lock;
-	struct ferry__ticket ticket;
+	struct ferry__ticket *ticket;   /* the caller's, or the load's own */
 	uint64_t bytes_read, reads;
 };
 
@@ -199,7 +199,7 @@ static int run_reads(struct load_job *job, unsigned first, unsigned n)
 		if ((rc = check_read(job, &r[handed], reqs[handed].result)) < 0)
 			break;
 		rc = ferry__staging_queue(stg, bufs[handed], &job->plan->copies[r[handed].first],
-					  r[handed].n, &job->ticket);
+					  r[handed].n, job->ticket);
 		handed++; /* queued, or returned to the pool by a refused queue */
 	}
 	for (unsigned i = handed; i < leased; i++)
@@ -219,8 +219,18 @@ static void load_worker(void *arg, unsigned index)
 	}
 }
 
+/* Returns once the copies are launched (async) or complete. After any error it
+ * waits: no copy of a failed load may land in dst after we return. */
+static int finish_copies(ferry_ctx *ctx, struct load_job *job, int async)
+{
+	if (async && !job->error && ferry__staging_commit(ctx->stg, NULL) == 0)
+		return 0;
+	return ferry__staging_wait(ctx->stg, job->ticket);
+}
+
 int ferry__load_ranges(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__range *ranges,
-		       unsigned n, unsigned parallel, struct ferry__load_stats *stats)
+		       unsigned n, unsigned parallel, struct ferry__ticket *async,
+		       struct ferry__load_stats *stats)
 {
 	struct plan plan = { 0 };
 	int rc = make_plan(ranges, n, ferry__staging_chunk_size(ctx->stg), f->path, &plan);
@@ -228,13 +238,13 @@ int ferry__load_ranges(ferry_ctx *ctx, struct ferry__file *f, const struct ferry
 		free_plan(&plan);
 		return rc;
 	}
-	struct load_job job = { .ctx = ctx, .f = f, .plan = &plan };
+	struct ferry__ticket own = { 0 };
+	struct load_job job = { .ctx = ctx, .f = f, .plan = &plan, .ticket = async ? async : &own };
 	pthread_mutex_init(&job.lock, NULL);
 	if (parallel > plan.nreads)
 		parallel = plan.nreads;
 	ferry__pool_parallel(ctx->pool, parallel ? parallel : 1, load_worker, &job);
-	/* Even after an error, wait: no copy may land in dst after we return. */
-	int wait_rc = ferry__staging_wait(ctx->stg, &job.ticket);
+	int wait_rc = finish_copies(ctx, &job, async != NULL);
 	if (job.error)
 		rc = ferry__fail(job.error, "%s", job.message);
 	else if ((rc = wait_rc) < 0) /* the copy's error may have been seen on another thread */

@@ -133,7 +133,8 @@ out:
 }
 
 int ferry__load_payload(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__npy_header *h,
-			void *dst, unsigned parallel, struct ferry__load_stats *stats)
+			void *dst, unsigned parallel, struct ferry__ticket *async,
+			struct ferry__load_stats *stats)
 {
 	if (h->data_size == 0)
 		return 0;
@@ -145,5 +146,5 @@ int ferry__load_payload(ferry_ctx *ctx, struct ferry__file *f, const struct ferr
 		return load_converted(ctx, f, h, dst);
 	}
 	struct ferry__range range = { .offset = h->data_offset, .len = h->data_size, .dst = dst };
-	return ferry__load_ranges(ctx, f, &range, 1, parallel, stats);
+	return ferry__load_ranges(ctx, f, &range, 1, parallel, async, stats);
 }

@@ -376,7 +376,7 @@ static int read_runs(struct ferry_batch *b, struct slot *s, char *dst,
 		ranges[k] = (struct ferry__range){ .offset = s->h.data_offset + runs[k].src,
 						   .len = runs[k].len,
 						   .dst = dst + runs[k].dst };
-	rc = ferry__load_ranges(b->r->ctx, s->f, ranges, (unsigned)n, b->parallel, &s->stats);
+	rc = ferry__load_ranges(b->r->ctx, s->f, ranges, (unsigned)n, b->parallel, NULL, &s->stats);
 	free(ranges);
 	return rc;
 }
@@ -392,12 +392,12 @@ static int copy_runs_via_scratch(struct ferry_batch *b, struct slot *s, char *ds
 	int rc;
 
 	if (n == 1 && runs[0].src == 0 && runs[0].dst == 0 && runs[0].len == s->h.data_size)
-		return ferry__load_payload(b->r->ctx, s->f, &s->h, dst, par, &s->stats);
+		return ferry__load_payload(b->r->ctx, s->f, &s->h, dst, par, NULL, &s->stats);
 	rc = dev->ops->mem_alloc(dev, s->h.data_size, &scratch);
 	if (rc < 0)
 		return ferry__fail(rc, "reader: cannot allocate %llu bytes of scratch memory",
 				   (unsigned long long)s->h.data_size);
-	rc = ferry__load_payload(b->r->ctx, s->f, &s->h, scratch, par, &s->stats);
+	rc = ferry__load_payload(b->r->ctx, s->f, &s->h, scratch, par, NULL, &s->stats);
 	for (int64_t k = 0; rc == 0 && k < n; k++)
 		rc = dev->ops->copy_async(dev, b->stream, dst + runs[k].dst,
 					  (char *)scratch + runs[k].src, runs[k].len, FERRY__D2D);

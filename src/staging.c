@@ -815,6 +815,10 @@ int ferry__staging_destroy(struct ferry__staging *stg)
 		return 0;
 	pthread_mutex_lock(&stg->lock);
 	int rc = wait_until(stg, stg->next_seq - 1);
+	if (rc == 0 && stg->untracked_error)
+		rc = ferry__fail(stg->untracked_error,
+				 "staging: a copy that no call waited for failed: %s",
+				 ferry_strerror(stg->untracked_error));
 	unsigned leased = stg->nleased;
 	int fatal = stg->fatal;
 	pthread_mutex_unlock(&stg->lock);

@@ -1,8 +1,9 @@
 /*
  * Fault sweep of file loading: contexts made on a fault device and a fault IO
- * table (posix underneath), then ferry_load, ferry_load_into (a big-endian
- * file, converted on the host, and a small one) and ferry_read_range, with
- * one call of one class failing in each run. Every call that succeeds must
+ * table (posix underneath), then ferry_load, ferry_load_async with
+ * ferry_array_wait, ferry_load_into (a big-endian file, converted on the
+ * host, and a small one) and ferry_read_range, with one call of one class
+ * failing in each run. Every call that succeeds must
  * have put every byte right into a destination poisoned before the run; a
  * call that fails must say why (naming the file for IO faults); the pool ends
  * full and the context is destroyed cleanly. Run with 1 and 3 IO threads.
@@ -98,6 +99,21 @@ static void load_new(struct load_case *c, struct fault_shot *shot, ferry_ctx *ct
 	ferry_array_free(a);
 }
 
+/* ferry_load_async, then a wait: a fault may show at either. */
+static void load_new_async(struct load_case *c, struct fault_shot *shot, ferry_ctx *ctx,
+			   const struct expected *e)
+{
+	ferry_array *a;
+	if (shot_result(shot, ferry_load_async(ctx, e->path, &a)) < 0)
+		return;
+	if (shot_result(shot, ferry_array_wait(a)) == 0) {
+		t_alloc_pause(1);
+		check_loaded(c, shot, ctx, ferry_array_data(a), e);
+		t_alloc_pause(0);
+	}
+	ferry_array_free(a);
+}
+
 static void load_workload(void *arg, struct fault_shot *shot)
 {
 	struct load_case *c = arg;
@@ -108,6 +124,7 @@ static void load_workload(void *arg, struct fault_shot *shot)
 	if (!(ctx = shot_open_ctx(shot, &opt)))
 		return;
 	load_new(c, shot, ctx, &c->big);
+	load_new_async(c, shot, ctx, &c->big);
 	load_into(c, shot, ctx, &c->swapped, 0);
 	load_into(c, shot, ctx, &c->small, 0);
 	load_into(c, shot, ctx, &c->range, 1);
