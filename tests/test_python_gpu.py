@@ -100,13 +100,36 @@ def test_streams(tmp):
     np.save(path, expected)
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
-        x = ferry.load(path, device="cuda")  # stream defaults to side
-        check(x.__cuda_array_interface__["stream"] is None, "load: CAI stream not None")
+        x = ferry.load(path, device="cuda")  # stream defaults to side: no host sync
+        check(x.__cuda_array_interface__["stream"] == side.cuda_stream,
+              "load: CAI stream %r" % x.__cuda_array_interface__["stream"])
         t = torch.as_tensor(x, device="cuda") * 2
         check(same(t, expected * 2), "load on a side stream")
         x = ferry.load(path, device="cuda", stream=side)
         t = torch.from_dlpack(x)
         check(same(t, expected), "load with stream=")
+    x = CTX.load(path)  # no stream: waited for on the host, ready on every stream
+    check(x.__cuda_array_interface__["stream"] is None, "Context.load without a stream")
+    x = ferry.load(path, device="cuda", stream=1)
+    check(x.__cuda_array_interface__["stream"] == 1, "load on the legacy default stream")
+    check(same(torch.as_tensor(x, device="cuda"), expected), "load with stream=1")
+    # A large file consumed at once on a busy stream: the stream waits for ferry's
+    # copies on the device, with no synchronize anywhere in between.
+    big = np.arange(1 << 25, dtype="<i4")
+    big_path = os.path.join(tmp, "big.npy")
+    np.save(big_path, big)
+    for _ in range(3):
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(20_000_000)
+            t = torch.as_tensor(ferry.load(big_path, device="cuda"), device="cuda")
+            total = (t.to(torch.int64) - torch.arange(1 << 25, device="cuda")).abs().sum()
+        check(int(total) == 0, "large load on a busy stream: off by %d" % int(total))
+    if cupy is not None:
+        cs = cupy.cuda.Stream(non_blocking=True)
+        x = ferry.load(path, device="cuda", stream=cs)
+        check(x.__cuda_array_interface__["stream"] == cs.ptr, "load: cupy stream")
+        with cs:
+            check(same(cupy.asarray(x) * 3, expected * 3), "load on a cupy stream")
     root = os.path.join(tmp, "rd")
     os.mkdir(root)
     for i in range(8):

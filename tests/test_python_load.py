@@ -214,9 +214,34 @@ def test_dlpack(tmp):
         pass
 
 
+class _FakeStream:
+    """Stands for a torch/cupy stream: what ferry reads of one."""
+    cuda_stream = 7
+
+
+def test_streams_on_host(tmp):
+    """On the host device any stream argument means a host wait: the result is
+    complete when load returns. A stream of the wrong type is refused."""
+    path = os.path.join(tmp, "st.npy")
+    expected = np.arange(300000, dtype="<u2").reshape(300, 1000)
+    np.save(path, expected)
+    for stream in (None, 0, 1, 2, 12345, _FakeStream()):
+        got = ferry.load(path, device="host", stream=stream)
+        check(np.array_equal(got, expected), "stream %r: wrong data" % (stream,))
+    arrays = [ferry.load(path, device="host", stream=1) for _ in range(8)]  # many at once
+    check(all(np.array_equal(a, expected) for a in arrays), "loads held together differ")
+    for bad in ("1", 1.5, object()):
+        try:
+            ferry.load(path, device="host", stream=bad)
+            check(False, "stream %r: no error" % (bad,))
+        except TypeError:
+            pass
+
+
 def main():
     print("libferry", ferry.library_version())
-    return run_tests((test_dtypes_orders, test_errors, test_lifetime, test_dlpack), "ferry-py-")
+    return run_tests((test_dtypes_orders, test_errors, test_lifetime, test_dlpack,
+                      test_streams_on_host), "ferry-py-")
 
 
 if __name__ == "__main__":

@@ -155,9 +155,8 @@ class Array:
 
         stream is the consumer's CUDA stream (DLPack: None or 1 the legacy
         default stream, 2 the per-thread one, another int a stream handle, -1
-        no synchronization). Arrays from ferry.load are complete before they
-        are returned, so there is nothing to wait for; Reader arrays make that
-        stream wait for their batch. Only the legacy (unversioned) capsule is
+        no synchronization). That stream is made to wait for the array's copies
+        (on the device, no host sync). Only the legacy (unversioned) capsule is
         produced, whatever max_version asks for; copy=True and a dl_device other
         than the array's raise BufferError.
         """
@@ -184,10 +183,16 @@ class Array:
 
     def _wait_stream(self, stream):
         """Makes the DLPack stream number `stream` wait for the data (a no-op
-        unless the owner is a reader batch)."""
+        for an owner without copies of its own)."""
         wait = getattr(self._owner, "wait_stream", None)
         if wait is not None:
             wait(stream)
+
+    def _wait_host(self):
+        """Waits on the host until the data is complete."""
+        wait = getattr(self._owner, "wait_host", None)
+        if wait is not None:
+            wait()
 
     def numpy(self):
         """Returns a numpy array of the data. On the host device it is a view of
@@ -197,7 +202,7 @@ class Array:
         if _np is None:
             raise ImportError("ferry.Array.numpy() needs numpy")
         if self.device == "cuda":
-            self._wait_stream(None)
+            self._wait_host()
             out = _np.empty(self.shape, self.typestr)
             if self.nbytes:
                 _lib.check(_lib.get().ferry_copy_to_host(self._owner.ctx.ptr, out.ctypes.data,

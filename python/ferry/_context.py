@@ -31,13 +31,60 @@ class _CtxHandle:
             self.ptr = None
 
 
-class _LoadedOwner:
-    """Owns one ferry_array from ferry_load; frees it when collected."""
+def _stream_number(stream):
+    """A DLPack-style stream number of a torch or cupy stream, or an int."""
+    if stream is None or isinstance(stream, int):
+        return stream
+    for attr in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    raise TypeError("stream must be None, an int or a torch/cupy stream, not %r"
+                    % type(stream).__name__)
 
-    def __init__(self, ctx, ptr):
+
+class _CopiesOwner:
+    """What owns memory whose copies may still run (a loaded array, a reader
+    batch): subclasses set ptr, ctx and the C calls _stream_wait(ptr, CUstream)
+    and _host_wait(ptr)."""
+
+    def wait_stream(self, stream):
+        """Makes a CUDA stream wait for the copies without blocking the host.
+        stream is a DLPack stream number: None, 0 or 1 the legacy default
+        stream, 2 the per-thread default stream, else a CUstream handle; -1
+        does nothing. On the host device it waits on the host."""
+        if stream == -1:
+            return
+        handle = None if stream in (None, 0, 1) else stream
+        _lib.check(self._stream_wait(self.ptr, handle), self.path)
+
+    def wait_host(self):
+        """Waits on the host until the copies have completed."""
+        _lib.check(self._host_wait(self.ptr), self.path)
+
+    def ready_on(self, device, stream):
+        """Makes the result ready for its user: on a CUDA device with a stream
+        number given, that stream waits (no host sync) and the number for
+        __cuda_array_interface__ is returned; otherwise a host wait, after which
+        the data is ready for every stream (None)."""
+        if device == "cuda" and stream is not None:
+            self.wait_stream(stream)
+            return stream if stream != 0 else 1
+        self.wait_host()
+        return None
+
+
+class _LoadedOwner(_CopiesOwner):
+    """Owns one ferry_array from ferry_load_async; frees it when collected
+    (ferry_array_free waits for any copy still running first)."""
+
+    def __init__(self, ctx, ptr, path):
         self.ctx = ctx
         self.ptr = ptr
-        self._free = _lib.get().ferry_array_free
+        self.path = path
+        lib = _lib.get()
+        self._free = lib.ferry_array_free
+        self._stream_wait = lib.ferry_array_stream_wait
+        self._host_wait = lib.ferry_array_wait
 
     def __del__(self):
         if self.ptr:
@@ -62,16 +109,6 @@ def _as_result(array):
     if array.device == "host" and _np is not None:
         return array.numpy()
     return array
-
-
-def _check_stream(stream):
-    """Validates a load's stream argument: None, an int, or an object with a
-    ``cuda_stream`` or ``ptr`` attribute (torch / cupy streams)."""
-    if stream is None or isinstance(stream, int):
-        return
-    if not (hasattr(stream, "cuda_stream") or hasattr(stream, "ptr")):
-        raise TypeError("stream must be None, an int or a torch/cupy stream, not %r"
-                        % type(stream).__name__)
 
 
 class Context:
@@ -144,22 +181,29 @@ class Context:
         else a ferry.Array (CUDA: usable through __cuda_array_interface__ and
         DLPack).
 
-        stream (None, an int CUstream, or a torch/cupy stream) is the stream
-        the caller will use the result on. For now the load waits on the host
-        until the data is complete before returning, so the result is ready on
-        every stream and its __cuda_array_interface__ 'stream' is None; stream
-        is only checked for type. Raises FerryError naming the file.
+        stream is the CUDA stream the caller will use the result on: a
+        torch/cupy stream, or a DLPack stream number (0 or 1 the legacy default
+        stream, 2 the per-thread one, another int a CUstream handle). With a
+        stream, on a GPU, the load returns as soon as the file is read and its
+        copies are queued, having made that stream wait for them: no host sync,
+        and the array's __cuda_array_interface__ 'stream' names it. Without one
+        (and on the host device) it waits on the host until the data is
+        complete, so the result is ready on every stream ('stream' None).
+        Raises FerryError naming the file; a copy that fails after the return
+        shows as that stream's CUDA error.
         """
-        _check_stream(stream)
+        stream = _stream_number(stream)
         handle = self._live()
         lib = _lib.get()
         ptr = ctypes.c_void_p()
-        _lib.check(lib.ferry_load(handle.ptr, _lib.path_bytes(path), ctypes.byref(ptr)), path)
-        owner = _LoadedOwner(handle, ptr.value)
+        _lib.check(lib.ferry_load_async(handle.ptr, _lib.path_bytes(path), ctypes.byref(ptr)),
+                   path)
+        owner = _LoadedOwner(handle, ptr.value, os.fspath(path))
+        cai_stream = owner.ready_on(handle.device, stream)
         info = lib.ferry_array_info(ptr).contents
         shape = tuple(info.shape[i] for i in range(info.ndim))
         array = Array(owner, lib.ferry_array_data(ptr), shape, _lib.typestr(info.dtype),
-                      handle.device, handle.device_id, os.fspath(path))
+                      handle.device, handle.device_id, os.fspath(path), stream=cai_stream)
         return _as_result(array)
 
     def close(self):
@@ -213,9 +257,10 @@ def load(path, device=None, stream=None, ctx=None):
     device ('cuda', 'host', 'auto'; None: $FERRY_DEVICE, else auto) picks the
     module's shared default context for that device; ctx, when given, is used
     instead. stream defaults to torch.cuda.current_stream() when torch is
-    imported and the device is cuda. The load waits on the host until the data
-    is complete before returning (no asynchronous result yet), so the result
-    is ready on any stream. Raises FerryError (an OSError) naming the file.
+    imported and the device is cuda: the result is then ready on that stream
+    without a host sync (see Context.load; with no stream at all the load
+    waits on the host and the result is ready on any stream). Raises
+    FerryError (an OSError) naming the file.
     """
     ctx = ctx or default_context(device)
     if stream is None:

@@ -165,6 +165,9 @@ _PROTOTYPES = {
     "ferry_array_data": (_P, [_P]),
     "ferry_array_info": (ctypes.POINTER(ArrayInfo), [_P]),
     "ferry_array_free": (None, [_P]),
+    "ferry_load_async": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(_P)]),
+    "ferry_array_wait": (ctypes.c_int, [_P]),
+    "ferry_array_stream_wait": (ctypes.c_int, [_P, _P]),
     "ferry_load_into": (ctypes.c_int, [_P, ctypes.c_char_p, _P, ctypes.c_size_t,
                                        ctypes.POINTER(ArrayInfo)]),
     # The dataset reader; optional until libferry provides it.

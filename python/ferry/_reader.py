@@ -4,7 +4,8 @@ import os
 
 from . import _lib
 from ._array import Array
-from ._context import _as_result, _torch_stream, default_context
+from ._context import (_as_result, _CopiesOwner, _torch_stream, default_context,
+                       _stream_number)
 
 _OOB = {"error": 0, "pad": 1, "trim_to_shape": 2, "trim": 2}
 _ON_ERROR = {"stop": 0, "skip": 1}
@@ -32,7 +33,7 @@ class _ReaderHandle:
         self.close()
 
 
-class _BatchOwner:
+class _BatchOwner(_CopiesOwner):
     """Owns one ferry_batch. Every array of the batch holds it; when the last
     one is collected the batch goes back to the reader for reuse."""
 
@@ -40,25 +41,12 @@ class _BatchOwner:
         self.reader = reader
         self.ctx = reader.ctx
         self.ptr = ptr
+        self.path = None  # a batch's wait error names no single file
         reader.live += 1
         lib = _lib.get()
         self._release = lib.ferry_batch_release
         self._stream_wait = lib.ferry_batch_stream_wait
         self._host_wait = lib.ferry_batch_wait
-
-    def wait_stream(self, stream):
-        """Makes a CUDA stream wait for the batch's copies without blocking the
-        host. stream is a DLPack stream number: None, 0 or 1 the legacy default
-        stream, 2 the per-thread default stream, else a CUstream handle; -1
-        does nothing. On the host device it waits on the host."""
-        if stream == -1:
-            return
-        handle = None if stream in (None, 0, 1) else stream
-        _lib.check(self._stream_wait(self.ptr, handle))
-
-    def wait_host(self):
-        """Waits on the host until the batch's copies have completed."""
-        _lib.check(self._host_wait(self.ptr))
 
     def __del__(self):
         if self.ptr:
@@ -76,17 +64,6 @@ class Batch(list):
     batch's position in its epoch), paths (each sample's source file),
     is_padding (per sample: a pad_last_batch repeat). The batch's memory goes
     back to the reader only after every array of it is gone."""
-
-
-def _stream_number(stream):
-    """A DLPack-style stream number of a torch or cupy stream, or an int."""
-    if stream is None or isinstance(stream, int):
-        return stream
-    for attr in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
-        if hasattr(stream, attr):
-            return int(getattr(stream, attr))
-    raise TypeError("stream must be None, an int or a torch/cupy stream, not %r"
-                    % type(stream).__name__)
 
 
 def _roi_array(ctype, values, name, n):
@@ -267,13 +244,8 @@ class Reader:
         owner = _BatchOwner(h, ptr.value)
         device = h.ctx.device
         stream = _stream_number(self._stream if self._stream is not None
-                                else _torch_stream(device))
-        cai_stream = None
-        if device == "cuda" and stream is not None:
-            owner.wait_stream(stream)
-            cai_stream = stream if stream not in (0, None) else 1
-        else:
-            owner.wait_host()
+                               else _torch_stream(device))
+        cai_stream = owner.ready_on(device, stream)
         epoch, index = ctypes.c_uint64(), ctypes.c_uint64()
         _lib.check(lib.ferry_batch_position(ptr, ctypes.byref(epoch), ctypes.byref(index)))
         batch = Batch()
