@@ -1,7 +1,8 @@
 /*
  * `ferry bench`: the loaders measured, each a per-file function run by
  * bench_drive.c on some threads:
- *   ferry            ferry_load_into into a reused device buffer per caller
+ *   ferry            ferry_load_into_async into two device buffers per caller, in
+ *                    turn (waiting for a buffer's last load before reusing it)
  *   naive_c          open + read into malloc'ed memory + ferry_copy_to_device
  *   tuned_pread      pread into two pinned chunk buffers, async copies on the
  *                    thread's stream, an event per buffer
@@ -48,22 +49,69 @@ struct ferry_tool {
 	size_t dst_len;
 };
 
-static int ferry_thread_init(void *arg, unsigned thread, void **state)
-{
-	struct ferry_tool *t = arg;
-	return ferry_device_alloc(t->ctx, t->dst_len, state);
-}
+/* A caller's two device buffers, loaded into in turn: the next file's reads
+ * run while the previous file's copies finish. */
+struct ferry_caller {
+	void *dst[2];
+	ferry_array *inflight[2];
+	unsigned next;
+};
 
-static int ferry_load_one(void *arg, void *state, unsigned file)
+/* Waits for the load in flight into buffer k, if any. */
+static int ferry_settle(struct ferry_caller *c, unsigned k)
 {
-	struct ferry_tool *t = arg;
-	return ferry_load_into(t->ctx, t->ds->paths[file], state, t->dst_len, NULL);
+	int rc = c->inflight[k] ? ferry_array_wait(c->inflight[k]) : 0;
+	ferry_array_free(c->inflight[k]);
+	c->inflight[k] = NULL;
+	return rc;
 }
 
 static void ferry_thread_fini(void *arg, void *state)
 {
 	struct ferry_tool *t = arg;
-	ferry_device_free(t->ctx, state);
+	struct ferry_caller *c = state;
+	if (!c)
+		return;
+	for (unsigned k = 0; k < 2; k++) {
+		ferry_settle(c, k);
+		ferry_device_free(t->ctx, c->dst[k]);
+	}
+	free(c);
+}
+
+static int ferry_thread_init(void *arg, unsigned thread, void **state)
+{
+	struct ferry_tool *t = arg;
+	struct ferry_caller *c = calloc(1, sizeof(*c));
+	int rc = c ? 0 : -ENOMEM;
+	for (unsigned k = 0; rc == 0 && k < 2; k++)
+		rc = ferry_device_alloc(t->ctx, t->dst_len, &c->dst[k]);
+	if (rc < 0) {
+		ferry_thread_fini(arg, c);
+		c = NULL;
+	}
+	*state = c;
+	return rc;
+}
+
+static int ferry_load_one(void *arg, void *state, unsigned file)
+{
+	struct ferry_tool *t = arg;
+	struct ferry_caller *c = state;
+	unsigned k = c->next;
+	c->next ^= 1;
+	int rc = ferry_settle(c, k);
+	return rc < 0 ? rc
+		      : ferry_load_into_async(t->ctx, t->ds->paths[file], c->dst[k], t->dst_len,
+					      &c->inflight[k]);
+}
+
+static int ferry_finish(void *arg, void *state)
+{
+	struct ferry_caller *c = state;
+	int rc = ferry_settle(c, 0);
+	int rc1 = ferry_settle(c, 1);
+	return rc < 0 ? rc : rc1;
 }
 
 /* Context options of a backend name; -1 when the name is unknown. */
@@ -86,7 +134,7 @@ static int backend_options(const char *backend, struct ferry_ctx_options *o)
 	return -1;
 }
 
-/* Callers of ferry_load_into: enough to keep every IO thread busy when one
+/* Callers of ferry_load_into_async: enough to keep every IO thread busy when one
  * file has fewer chunks than that, i.e. ceil(4 x threads x chunk / average
  * file), between 1 and threads; opt->callers when given. */
 static unsigned auto_callers(const struct ferry_bench_options *opt,
@@ -110,7 +158,7 @@ void ferry_bench_run_ferry(const struct ferry_bench_options *opt,
 	struct ferry_ctx_options o = { .device = opt->device, .gpu = -1, .chunk_size = opt->chunk,
 				       .threads = threads };
 	struct ferry_tool t = { .ds = ds, .dst_len = (size_t)ds->max_file_size };
-	struct ferry_bench_tool tool = { &t, ferry_thread_init, ferry_load_one, NULL,
+	struct ferry_bench_tool tool = { &t, ferry_thread_init, ferry_load_one, ferry_finish,
 					 ferry_thread_fini };
 	struct ferry_bench_measure m;
 	int rc;
