@@ -58,7 +58,8 @@ struct ferry__device_ops {
 	/* Queues a copy of len bytes on s; it runs after everything queued before. */
 	int (*copy_async)(struct ferry__device *dev, struct ferry__stream *s, void *dst,
 			  const void *src, size_t len, enum ferry__copy_kind kind);
-	/* Synchronous copy on no particular stream (tests, --dump, --verify). */
+	/* Synchronous copy: complete for every stream when it returns (converted
+	 * payloads, fills, tests, --dump, --verify). */
 	int (*copy_sync)(struct ferry__device *dev, void *dst, const void *src,
 			 size_t len, enum ferry__copy_kind kind);
 	/* Queues a fill of len bytes of device memory with byte value. */

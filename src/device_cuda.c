@@ -415,6 +415,10 @@ static int cuda_copy_async(struct ferry__device *dev, struct ferry__stream *s, v
 	return ferry__fail(-EINVAL, "cuda: unknown copy kind %d", (int)kind);
 }
 
+/* cuMemcpyHtoD from pageable memory and cuMemcpyDtoD may return before the
+ * bytes land (CUDA's "API synchronization behavior"), and ferry's other streams
+ * do not wait on the legacy one: so the legacy stream is synchronized after
+ * them, and the copy is complete for every stream when this returns. */
 static int cuda_copy_sync(struct ferry__device *dev, void *dst, const void *src,
 			  size_t len, enum ferry__copy_kind kind)
 {
@@ -424,13 +428,17 @@ static int cuda_copy_sync(struct ferry__device *dev, void *dst, const void *src,
 		return rc;
 	switch (kind) {
 	case FERRY__H2D:
-		return CU(cuMemcpyHtoD, to_dptr(dst), src, len);
+		rc = CU(cuMemcpyHtoD, to_dptr(dst), src, len);
+		break;
 	case FERRY__D2D:
-		return CU(cuMemcpyDtoD, to_dptr(dst), to_dptr(src), len);
+		rc = CU(cuMemcpyDtoD, to_dptr(dst), to_dptr(src), len);
+		break;
 	case FERRY__D2H:
 		return CU(cuMemcpyDtoH, dst, to_dptr(src), len);
+	default:
+		return ferry__fail(-EINVAL, "cuda: unknown copy kind %d", (int)kind);
 	}
-	return ferry__fail(-EINVAL, "cuda: unknown copy kind %d", (int)kind);
+	return rc ? rc : CU(cuStreamSynchronize, NULL);
 }
 
 static int cuda_memset_async(struct ferry__device *dev, struct ferry__stream *s,
