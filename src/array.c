@@ -1,5 +1,6 @@
 /* The public loading calls: ferry_info, ferry_load, ferry_load_into, ferry_read_range. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,8 @@ struct ferry_array {
 	int owns_data;              /* ferry_load allocated data; free frees it */
 	int async;                  /* loaded by a *_async call: */
 	struct ferry__ticket ticket; /* its copies, for host waits */
-	struct ferry__event *fence; /* recorded after them, for stream waits */
+	struct ferry__event *fence; /* recorded after them at the first stream wait */
+	pthread_mutex_t fence_lock;
 	char *path;                 /* for messages */
 	struct ferry_array_info info;
 };
@@ -79,6 +81,7 @@ static void array_free(ferry_array *a)
 		ferry__staging_wait(a->ctx->stg, &a->ticket); /* no copy may land in freed memory */
 	if (a->fence)
 		dev->ops->event_destroy(dev, a->fence);
+	pthread_mutex_destroy(&a->fence_lock);
 	if (a->owns_data)
 		ferry_device_free(a->ctx, a->data);
 	free(a->path);
@@ -97,12 +100,7 @@ static int new_array(ferry_ctx *ctx, const char *path, void *dst, int async, fer
 	a->data = dst;
 	a->owns_data = !dst; /* load_file then allocates it, freeing it again if it fails */
 	a->async = async;
-	int rc = async ? ctx->dev->ops->event_create(ctx->dev, &a->fence) : 0;
-	if (rc < 0) {
-		ferry__fail(rc, "%s: cannot create a device event: %s", path, ferry_strerror(rc));
-		array_free(a);
-		return rc;
-	}
+	pthread_mutex_init(&a->fence_lock, NULL);
 	*out = a;
 	return 0;
 }
@@ -116,8 +114,6 @@ static int load_array(ferry_ctx *ctx, const char *path, void *dst, size_t dst_le
 	if (rc < 0)
 		return rc;
 	rc = load_file(ctx, path, &a->data, dst_len, &a->info, async ? &a->ticket : NULL);
-	if (rc == 0 && async && (rc = ferry__staging_commit(ctx->stg, a->fence)) < 0)
-		ferry__fail(rc, "%s: cannot queue the copies: %s", path, ferry_strerror(rc));
 	if (rc < 0) {
 		array_free(a); /* which waits for any copy still in flight */
 		return rc;
@@ -162,6 +158,26 @@ int ferry_array_wait(ferry_array *a)
 	return rc;
 }
 
+/* Records the fence once, at the first stream wait: after every copy queued so
+ * far on the copy stream, the array's among them. Loads waited for on the host
+ * never pay for an event. */
+static int record_fence(ferry_array *a)
+{
+	struct ferry__device *dev = a->ctx->dev;
+	int rc = 0;
+	pthread_mutex_lock(&a->fence_lock);
+	if (!a->fence) {
+		struct ferry__event *ev;
+		if ((rc = dev->ops->event_create(dev, &ev)) == 0 &&
+		    (rc = ferry__staging_commit(a->ctx->stg, ev)) < 0)
+			dev->ops->event_destroy(dev, ev);
+		if (rc == 0)
+			a->fence = ev;
+	}
+	pthread_mutex_unlock(&a->fence_lock);
+	return rc;
+}
+
 /* As for batches: on CUDA the caller's CUstream waits on the device; the host
  * device has no streams, so there it is a host wait. */
 int ferry_array_stream_wait(ferry_array *a, void *cuda_stream)
@@ -169,7 +185,9 @@ int ferry_array_stream_wait(ferry_array *a, void *cuda_stream)
 	struct ferry__device *dev = a->ctx->dev;
 	if (!a->async || strcmp(dev->ops->name, "cuda"))
 		return ferry_array_wait(a);
-	int rc = dev->ops->stream_wait_event(dev, (struct ferry__stream *)cuda_stream, a->fence);
+	int rc = record_fence(a);
+	if (rc == 0)
+		rc = dev->ops->stream_wait_event(dev, (struct ferry__stream *)cuda_stream, a->fence);
 	if (rc < 0)
 		ferry__fail(rc, "%s: cannot make the stream wait: %s", a->path, ferry_strerror(rc));
 	return rc;

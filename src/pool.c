@@ -168,9 +168,8 @@ static void ask_workers(struct ferry__pool *pool, struct parallel *p, unsigned n
 unsigned ferry__pool_parallel(struct ferry__pool *pool, unsigned n,
 			      void (*fn)(void *arg, unsigned i), void *arg)
 {
-	struct parallel *p = calloc(1, sizeof(*p));
-	if (!p || !pool || n <= 1) {
-		free(p);
+	struct parallel *p = pool && n > 1 ? calloc(1, sizeof(*p)) : NULL;
+	if (!p) {
 		fn(arg, 0);
 		return 1;
 	}
