@@ -185,6 +185,24 @@ def test_lifetime(tmp):
         check(np.array_equal(c.load(path), expected), "small-chunk context load")
 
 
+def test_finalizer_order(tmp):
+    """The garbage collector finalizes a cycle in no set order: a context
+    finalized before its arrays must stay until the last of them is gone."""
+    path = os.path.join(tmp, "order.npy")
+    expected = np.arange(5000, dtype="<f8")
+    np.save(path, expected)
+    ctx = ferry.Context(device="host")
+    view = ctx.load(path)
+    handle = ctx._handle
+    ctx.close()
+    handle.__del__()  # as the collector may, before the array's finalizer
+    check(handle.ptr is not None, "the context was destroyed under a live array")
+    check(np.array_equal(view, expected), "an array lost its data to its context's finalizer")
+    del view
+    gc.collect()
+    check(handle.ptr is None, "the context outlived its last array")
+
+
 def test_dlpack(tmp):
     path = os.path.join(tmp, "dl.npy")
     expected = np.arange(60, dtype="<f4").reshape(3, 4, 5)
@@ -240,7 +258,8 @@ def test_streams_on_host(tmp):
 
 def main():
     print("libferry", ferry.library_version())
-    return run_tests((test_dtypes_orders, test_errors, test_lifetime, test_dlpack,
+    return run_tests((test_dtypes_orders, test_errors, test_lifetime, test_finalizer_order,
+                      test_dlpack,
                       test_streams_on_host), "ferry-py-")
 
 

@@ -263,10 +263,26 @@ def test_lifetime(root, paths, tmp):
     r.close()  # closing while a sample lives: the C reader waits for it
     gc.collect()
     check(np.array_equal(to_numpy(kept), content(1)), "close() freed a live batch")
-    handle = weakref.ref(ferry_owner(kept).reader)
+    handle = weakref.ref(ferry_owner(kept).parent)
     del kept
     gc.collect()
     check(owner() is None and handle() is None, "the batch or reader outlived its arrays")
+
+
+def test_finalizer_order(root, paths, tmp):
+    """The garbage collector finalizes a cycle in no set order: a reader
+    finalized before its batches must stay open until the last is gone."""
+    r = ferry.Reader(file_root=root, batch_size=2)
+    batch = r.next_batch()
+    handle = r._handle
+    r.close()
+    handle.__del__()  # as the collector may, before the batch's finalizer
+    check(handle.ptr is not None, "the reader was closed under a live batch")
+    check(ids(batch) == [0, 1], "a batch lost its data to its reader's finalizer")
+    del batch
+    gc.collect()
+    check(handle.ptr is None, "the reader outlived its last batch")
+    check(handle.ctx.ptr is not None, "closing a reader destroyed the shared context")
 
 
 def ferry_owner(x):
@@ -280,7 +296,7 @@ def ferry_owner(x):
 def main():
     print("libferry", ferry.library_version())
     return run_tests((test_basic, test_shards, test_shuffle, test_padding, test_roi,
-                     test_errors, test_lifetime), "ferry-py-reader-",
+                     test_errors, test_lifetime, test_finalizer_order), "ferry-py-reader-",
                      setup=make_dataset)
 
 

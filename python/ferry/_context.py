@@ -14,21 +14,15 @@ except ImportError:  # numpy is optional
     _np = None
 
 
-class _CtxHandle:
-    """Owns one ferry_ctx. Every array and reader made from it holds this
-    handle, so ferry_ctx_destroy runs only after the last of them is gone."""
+class _CtxHandle(_lib.Handle):
+    """Owns one ferry_ctx. Every array and reader made from it is a dependent,
+    so ferry_ctx_destroy runs only after the last of them is gone."""
 
     def __init__(self, ptr, gpu):
-        self.ptr = ptr
         lib = _lib.get()
+        super().__init__(ptr, lib.ferry_ctx_destroy)
         self.device = lib.ferry_ctx_device_kind(ptr).decode()
         self.device_id = gpu if self.device == "cuda" else 0
-        self._destroy = lib.ferry_ctx_destroy
-
-    def __del__(self):
-        if self.ptr:
-            self._destroy(self.ptr)
-            self.ptr = None
 
 
 def _stream_number(stream):
@@ -73,23 +67,18 @@ class _CopiesOwner:
         return None
 
 
-class _LoadedOwner(_CopiesOwner):
-    """Owns one ferry_array from ferry_load_async; frees it when collected
-    (ferry_array_free waits for any copy still running first)."""
+class _LoadedOwner(_lib.Handle, _CopiesOwner):
+    """Owns one ferry_array from ferry_load_async, a dependent of its context;
+    frees it when collected (ferry_array_free waits for any copy still running
+    first)."""
 
     def __init__(self, ctx, ptr, path):
-        self.ctx = ctx
-        self.ptr = ptr
-        self.path = path
         lib = _lib.get()
-        self._free = lib.ferry_array_free
+        super().__init__(ptr, lib.ferry_array_free, parent=ctx)
+        self.ctx = ctx
+        self.path = path
         self._stream_wait = lib.ferry_array_stream_wait
         self._host_wait = lib.ferry_array_wait
-
-    def __del__(self):
-        if self.ptr:
-            self._free(self.ptr)
-            self.ptr = None
 
 
 def _gpu_ordinal(gpu):
@@ -210,7 +199,9 @@ class Context:
         """Closes the context: no further loads. The C context is destroyed
         once no array or reader made from it remains. Calling it again does
         nothing."""
-        self._handle = None
+        h, self._handle = self._handle, None
+        if h is not None:
+            h.release()
 
     def __enter__(self):
         return self

@@ -9,6 +9,7 @@ import errno as _errno
 import glob
 import os
 import sys
+import threading
 
 # ferry's own error codes (include/ferry.h); the C functions return them negated.
 EFORMAT = 1000
@@ -41,6 +42,52 @@ def typestr(dtype, byteswapped=False):
     component = size // 2 if kind == "c" else size
     order = "|" if component == 1 else (SWAPPED if byteswapped else NATIVE)
     return "%s%s%d" % (order, kind, size)
+
+
+class Handle:
+    """Owns one C object that others depend on (a context: its readers and
+    arrays; a reader: its batches). Its C close runs once, when it is released
+    (closed, or collected) and no dependent is left. Counting dependents,
+    rather than relying on the references between the Python objects, keeps
+    the order right even when the garbage collector finalizes a whole cycle,
+    which it does in no particular order. close_c(ptr) is the C close; parent
+    is the Handle this one depends on, if any. Threads may share handles."""
+
+    def __init__(self, ptr, close_c, parent=None):
+        self.ptr = ptr
+        self._close_c = close_c
+        self.parent = parent
+        self.dependents = 0
+        self.released = False
+        self._lock = threading.Lock()
+        if parent is not None:
+            with parent._lock:
+                parent.dependents += 1
+
+    def drop_dependent(self):
+        """One dependent is gone; closes when it was the last after release()."""
+        with self._lock:
+            self.dependents -= 1
+        return self._close_if_done()
+
+    def release(self):
+        """No new dependents: closes now, or when the last one goes. Returns
+        the C close's return code (0 when it is deferred or already ran)."""
+        self.released = True
+        return self._close_if_done()
+
+    def _close_if_done(self):
+        with self._lock:
+            if not (self.released and self.dependents == 0 and self.ptr):
+                return 0
+            ptr, self.ptr = self.ptr, None
+        rc = self._close_c(ptr)
+        if self.parent is not None:
+            self.parent.drop_dependent()
+        return rc or 0
+
+    def __del__(self):
+        self.release()
 
 
 class FerryError(OSError):

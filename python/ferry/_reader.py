@@ -11,51 +11,29 @@ _OOB = {"error": 0, "pad": 1, "trim_to_shape": 2, "trim": 2}
 _ON_ERROR = {"stop": 0, "skip": 1}
 
 
-class _ReaderHandle:
-    """Owns one ferry_reader (and the config memory it was opened with). Batch
-    owners count themselves in `live`; the reader is closed when it is both
-    asked to close and no batch remains, or when this handle is collected."""
+class _ReaderHandle(_lib.Handle):
+    """Owns one ferry_reader (and the config memory it was opened with), a
+    dependent of its context. Its batches are its dependents: the C reader
+    closes when the reader is closed (or collected) and no batch remains."""
 
     def __init__(self, ctx, ptr, keep):
+        super().__init__(ptr, _lib.get().ferry_reader_close, parent=ctx)
         self.ctx = ctx          # the _CtxHandle: outlives the reader
-        self.ptr = ptr
         self._keep = keep       # ctypes objects the config points into
-        self.live = 0
-        self.closing = False
-        self._close = _lib.get().ferry_reader_close
-
-    def close(self):
-        """Closes the C reader now (once). Returns its return code."""
-        ptr, self.ptr = self.ptr, None
-        return self._close(ptr) if ptr else 0
-
-    def __del__(self):
-        self.close()
 
 
-class _BatchOwner(_CopiesOwner):
-    """Owns one ferry_batch. Every array of the batch holds it; when the last
-    one is collected the batch goes back to the reader for reuse."""
+class _BatchOwner(_lib.Handle, _CopiesOwner):
+    """Owns one ferry_batch, a dependent of its reader. Every array of the
+    batch holds it; when the last one is collected the batch goes back to the
+    reader for reuse."""
 
     def __init__(self, reader, ptr):
-        self.reader = reader
-        self.ctx = reader.ctx
-        self.ptr = ptr
-        self.path = None  # a batch's wait error names no single file
-        reader.live += 1
         lib = _lib.get()
-        self._release = lib.ferry_batch_release
+        super().__init__(ptr, lib.ferry_batch_release, parent=reader)
+        self.ctx = reader.ctx
+        self.path = None  # a batch's wait error names no single file
         self._stream_wait = lib.ferry_batch_stream_wait
         self._host_wait = lib.ferry_batch_wait
-
-    def __del__(self):
-        if self.ptr:
-            self._release(self.ptr)
-            self.ptr = None
-            r = self.reader
-            r.live -= 1
-            if r.closing and r.live == 0:
-                r.close()
 
 
 class Batch(list):
@@ -279,11 +257,8 @@ class Reader:
         alive (raising FerryError for an error of a background load), else
         when the last one is collected. Calling it again does nothing."""
         h, self._handle = self._handle, None
-        if h is None:
-            return
-        h.closing = True
-        if h.live == 0:
-            _lib.check(h.close())
+        if h is not None:
+            _lib.check(h.release())
 
     def __enter__(self):
         return self
