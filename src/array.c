@@ -74,11 +74,16 @@ out:
 	return rc;
 }
 
+/* Waits for the copies of an async load: on the lane they went to, if any. */
+static int wait_copies(ferry_array *a)
+{
+	return a->async && a->ticket.stg ? ferry__staging_wait(a->ticket.stg, &a->ticket) : 0;
+}
+
 static void array_free(ferry_array *a)
 {
 	struct ferry__device *dev = a->ctx->dev;
-	if (a->async)
-		ferry__staging_wait(a->ctx->stg, &a->ticket); /* no copy may land in freed memory */
+	wait_copies(a); /* no copy may land in freed memory */
 	if (a->fence)
 		dev->ops->event_destroy(dev, a->fence);
 	pthread_mutex_destroy(&a->fence_lock);
@@ -152,15 +157,16 @@ int ferry_load_into_async(ferry_ctx *ctx, const char *path, void *dst, size_t ds
 
 int ferry_array_wait(ferry_array *a)
 {
-	int rc = a->async ? ferry__staging_wait(a->ctx->stg, &a->ticket) : 0;
+	int rc = wait_copies(a);
 	if (rc < 0)
 		ferry__fail(rc, "%s: copying to the device failed: %s", a->path, ferry_strerror(rc));
 	return rc;
 }
 
 /* Records the fence once, at the first stream wait: after every copy queued so
- * far on the copy stream, the array's among them. Loads waited for on the host
- * never pay for an event. */
+ * far on the array's lane, its own among them (a load that queued none was
+ * complete on return, so any lane will do). Loads waited for on the host never
+ * pay for an event. */
 static int record_fence(ferry_array *a)
 {
 	struct ferry__device *dev = a->ctx->dev;
@@ -169,7 +175,8 @@ static int record_fence(ferry_array *a)
 	if (!a->fence) {
 		struct ferry__event *ev;
 		if ((rc = dev->ops->event_create(dev, &ev)) == 0 &&
-		    (rc = ferry__staging_commit(a->ctx->stg, ev)) < 0)
+		    (rc = ferry__staging_commit(a->ticket.stg ? a->ticket.stg : ferry__ctx_lane(a->ctx),
+						 ev)) < 0)
 			dev->ops->event_destroy(dev, ev);
 		if (rc == 0)
 			a->fence = ev;

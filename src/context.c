@@ -2,6 +2,7 @@
 #include "context.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,9 @@
 #define DEFAULT_MAX_THREADS 16
 /* Small batches let copies start while the rest of a file is still being read. */
 #define LAUNCH_AFTER 4
+#define DEFAULT_MAX_BUFFERS 64
+#define MIN_LANE_BUFFERS 8
+#define DEFAULT_LANES 1
 
 static int io_init(ferry_ctx *ctx, const struct ferry__io_ops *ops)
 {
@@ -79,21 +83,52 @@ static int choose_direct(const struct ferry_ctx_options *opt, int *out)
 	return rc;
 }
 
+static int choose_lanes(ferry_ctx *ctx, unsigned *out)
+{
+	unsigned long n;
+	int rc = ferry__env_uint("FERRY_LANES", 1, FERRY__MAX_LANES, DEFAULT_LANES, &n);
+	*out = (unsigned)n;
+	return rc;
+}
+
+/* The lanes share max_buffers between them (at least MIN_LANE_BUFFERS each). */
 static int create_staging(ferry_ctx *ctx, const struct ferry_ctx_options *opt)
 {
 	struct ferry__block_hooks blocks = { block_added, block_removed, ctx };
+	unsigned total = opt->max_buffers ? opt->max_buffers : DEFAULT_MAX_BUFFERS, lanes;
+	int rc = choose_lanes(ctx, &lanes);
+	if (rc < 0)
+		return rc;
+	unsigned per_lane = (total + lanes - 1) / lanes;
 	struct ferry__staging_config cfg = {
 		.chunk_size = opt->chunk_size,
-		.max_buffers = opt->max_buffers,
+		.max_buffers = per_lane < MIN_LANE_BUFFERS ? MIN_LANE_BUFFERS : per_lane,
 		.launch_after = LAUNCH_AFTER,
 		.placement = ctx->io_ops->placement,
 		.blocks = &blocks,
 	};
-	int rc = ferry__staging_create(ctx->dev, &cfg, &ctx->stg);
-	if (rc < 0)
-		return rc;
-	/* Grow the pool now: allocations can synchronize the device. */
-	return ferry__staging_reserve(ctx->stg, cfg.max_buffers ? cfg.max_buffers : 64);
+	for (; ctx->nlanes < lanes; ctx->nlanes++) {
+		struct ferry__staging **stg = &ctx->lanes[ctx->nlanes];
+		if ((rc = ferry__staging_create(ctx->dev, &cfg, stg)) < 0)
+			return rc;
+		/* Grow the pool now: allocations can synchronize the device. */
+		if ((rc = ferry__staging_reserve(*stg, cfg.max_buffers)) < 0) {
+			ctx->nlanes++;
+			return rc;
+		}
+	}
+	return 0;
+}
+
+struct ferry__staging *ferry__ctx_lane(ferry_ctx *ctx)
+{
+	static atomic_uint threads_seen;
+	static _Thread_local unsigned thread_number; /* 1, 2, ... from its first load; 0 before */
+	if (ctx->nlanes == 1)
+		return ctx->lanes[0];
+	if (!thread_number)
+		thread_number = atomic_fetch_add(&threads_seen, 1) + 1;
+	return ctx->lanes[(thread_number - 1) % ctx->nlanes];
 }
 
 /* Opens everything but the device, which the caller opened (ctx owns it). */
@@ -148,7 +183,12 @@ int ferry_ctx_destroy(ferry_ctx *ctx)
 	if (!ctx)
 		return 0;
 	ferry__pool_destroy(ctx->pool);
-	int rc = ferry__staging_destroy(ctx->stg);
+	int rc = 0;
+	for (unsigned i = 0; i < ctx->nlanes; i++) {
+		int lane_rc = ferry__staging_destroy(ctx->lanes[i]);
+		if (rc == 0)
+			rc = lane_rc;
+	}
 	if (ctx->io)
 		ctx->io_ops->fini(ctx->io);
 	if (ctx->dev)
@@ -167,13 +207,14 @@ int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 			"ferry %s\n"
 			"device:  %s\n"
 			"io:      %s%s%s (%s)\n"
-			"staging: %zu KiB chunks, %s memory\n"
+			"staging: %zu KiB chunks, %s memory, %u lane%s\n"
 			"threads: %u, O_DIRECT %s\n"
 			"convert: big-endian and Fortran-order files are converted on the host "
 			"(ferry has no GPU kernels)\n",
 			ferry_version(), device, ctx->io_ops->name, *io ? ", " : "", io,
-			ctx->io_reason, ferry__staging_chunk_size(ctx->stg) >> 10,
+			ctx->io_reason, ferry__staging_chunk_size(ctx->lanes[0]) >> 10,
 			ctx->io_ops->placement == FERRY__STAGE_DEVICE ? "device" : "pinned host",
+			ctx->nlanes, ctx->nlanes == 1 ? "" : "s",
 			ctx->threads, ctx->direct ? "on" : "off");
 }
 

@@ -8,11 +8,14 @@
 #include "pool.h"
 #include "staging.h"
 
+#define FERRY__MAX_LANES 16
+
 struct ferry_ctx {
 	struct ferry__device *dev;
 	const struct ferry__io_ops *io_ops;
 	struct ferry__io *io;
-	struct ferry__staging *stg;
+	struct ferry__staging *lanes[FERRY__MAX_LANES]; /* staging engines: see ferry__ctx_lane */
+	unsigned nlanes;
 	struct ferry__pool *pool;
 	unsigned threads;        /* IO threads, the caller included */
 	int direct;              /* open files with O_DIRECT */
@@ -24,5 +27,11 @@ struct ferry_ctx {
  * wrap the device or the IO backend to inject faults. */
 int ferry__ctx_create_on(struct ferry__device *dev, const struct ferry__io_ops *io,
 			 const struct ferry_ctx_options *opt, ferry_ctx **out);
+
+/* The staging engine for loads from the calling thread. Each engine has one
+ * lock and one copy stream; threads are spread over the lanes (a thread keeps
+ * its lane), so callers loading small files in parallel do not queue behind
+ * one lock. Every copy of one load goes through the lane its ticket names. */
+struct ferry__staging *ferry__ctx_lane(ferry_ctx *ctx);
 
 #endif

@@ -182,7 +182,7 @@ static void count_reads(struct load_job *job, unsigned first, unsigned n)
 /* Leases a buffer per read, reads them all in one call, queues their copies. */
 static int run_reads(struct load_job *job, unsigned first, unsigned n)
 {
-	struct ferry__staging *stg = job->ctx->stg;
+	struct ferry__staging *stg = job->ticket->stg;
 	struct ferry__buf *bufs[MAX_READS_PER_CALL];
 	struct ferry__io_req reqs[MAX_READS_PER_CALL];
 	const struct planned_read *r = &job->plan->reads[first];
@@ -221,30 +221,34 @@ static void load_worker(void *arg, unsigned index)
 
 /* Returns once the copies are launched (async) or complete. After any error it
  * waits: no copy of a failed load may land in dst after we return. */
-static int finish_copies(ferry_ctx *ctx, struct load_job *job, int async)
+static int finish_copies(struct load_job *job, int async)
 {
-	if (async && !job->error && ferry__staging_commit(ctx->stg, NULL) == 0)
+	struct ferry__staging *stg = job->ticket->stg;
+	if (async && !job->error && ferry__staging_commit(stg, NULL) == 0)
 		return 0;
-	return ferry__staging_wait(ctx->stg, job->ticket);
+	return ferry__staging_wait(stg, job->ticket);
 }
 
 int ferry__load_ranges(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__range *ranges,
 		       unsigned n, unsigned parallel, struct ferry__ticket *async,
 		       struct ferry__load_stats *stats)
 {
+	struct ferry__ticket own = { 0 };
+	struct ferry__ticket *ticket = async ? async : &own;
+	if (!ticket->stg) /* a load continuing on an async ticket stays on its lane */
+		ticket->stg = ferry__ctx_lane(ctx);
 	struct plan plan = { 0 };
-	int rc = make_plan(ranges, n, ferry__staging_chunk_size(ctx->stg), f->path, &plan);
+	int rc = make_plan(ranges, n, ferry__staging_chunk_size(ticket->stg), f->path, &plan);
 	if (rc < 0 || plan.nreads == 0) {
 		free_plan(&plan);
 		return rc;
 	}
-	struct ferry__ticket own = { 0 };
-	struct load_job job = { .ctx = ctx, .f = f, .plan = &plan, .ticket = async ? async : &own };
+	struct load_job job = { .ctx = ctx, .f = f, .plan = &plan, .ticket = ticket };
 	pthread_mutex_init(&job.lock, NULL);
 	if (parallel > plan.nreads)
 		parallel = plan.nreads;
 	ferry__pool_parallel(ctx->pool, parallel ? parallel : 1, load_worker, &job);
-	int wait_rc = finish_copies(ctx, &job, async != NULL);
+	int wait_rc = finish_copies(&job, async != NULL);
 	if (job.error)
 		rc = ferry__fail(job.error, "%s", job.message);
 	else if ((rc = wait_rc) < 0) /* the copy's error may have been seen on another thread */

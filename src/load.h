@@ -30,8 +30,10 @@ struct ferry__load_stats {
  * chunk into one read. Ranges must be sorted by offset and not overlap.
  * Returns 0 once every byte is on the device, or the first error (with a
  * message naming the file). With async (a zeroed ticket, or one used before) it
- * returns 0 once every copy is launched, queued on that ticket: the caller
- * waits for them with ferry__staging_wait(ctx->stg, async), which also reports
+ * returns 0 once every copy is launched, queued on that ticket and on the lane
+ * it names (the calling thread's, ferry__ctx_lane, when the ticket had none):
+ * the caller waits for them with ferry__staging_wait(async->stg, async), which
+ * also reports
  * a copy failing later, and must before async goes away. After an error no
  * copy is left in flight either way. stats may be NULL; it is added to.
  */

@@ -475,10 +475,12 @@ static void list_outputs(struct ferry_batch *b)
 	}
 }
 
+/* Every load of the batch has waited for its copies, so the batch's event may
+ * follow them on any lane's stream. */
 static int complete_batch(struct ferry_batch *b)
 {
 	struct ferry__device *dev = b->r->dev;
-	int rc = ferry__staging_commit(b->r->ctx->stg, b->ev);
+	int rc = ferry__staging_commit(ferry__ctx_lane(b->r->ctx), b->ev);
 
 	return rc < 0 ? rc : dev->ops->event_sync(dev, b->ev);
 }

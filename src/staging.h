@@ -87,6 +87,7 @@ struct ferry__copy {
 struct ferry__ticket {
 	uint64_t seq;   /* the newest batch holding one of its copies */
 	int error;
+	struct ferry__staging *stg; /* the engine its copies went to (set by the loader) */
 };
 
 struct ferry__staging_stats {

@@ -128,7 +128,7 @@ static void load_workload(void *arg, struct fault_shot *shot)
 	load_into(c, shot, ctx, &c->swapped, 0);
 	load_into(c, shot, ctx, &c->small, 0);
 	load_into(c, shot, ctx, &c->range, 1);
-	shot_check_pool(shot, ctx->stg);
+	shot_check_lanes(shot, ctx);
 	shot_disarm(shot);
 	T_OK(ferry_ctx_destroy(ctx));
 }

@@ -102,7 +102,7 @@ static void reader_workload(void *arg, struct fault_shot *shot)
 			judge_skip(c, shot, r, samples);
 		shot_result(shot, ferry_reader_close(r));
 	}
-	shot_check_pool(shot, ctx->stg);
+	shot_check_lanes(shot, ctx);
 	shot_disarm(shot);
 	T_OK(ferry_ctx_destroy(ctx));
 }

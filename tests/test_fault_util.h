@@ -167,6 +167,13 @@ static inline void shot_check_pool(const struct fault_shot *s, struct ferry__sta
 			  st.free, st.total, st.leased, st.pending, st.in_flight);
 }
 
+/* shot_check_pool on every staging lane of a context. */
+static inline void shot_check_lanes(const struct fault_shot *s, ferry_ctx *ctx)
+{
+	for (unsigned i = 0; i < ctx->nlanes; i++)
+		shot_check_pool(s, ctx->lanes[i]);
+}
+
 /* Checks what the sweep can tell from the outside. */
 static inline void shot_judge(const struct fault_shot *s)
 {

@@ -165,7 +165,7 @@ static struct ferry__gate *hold_copies(ferry_ctx *ctx)
 {
 	struct ferry__gate *g;
 	T_OK(ctx->dev->ops->gate_create(ctx->dev, &g));
-	T_OK(ctx->dev->ops->gate_hold(ctx->dev, ferry__staging_stream(ctx->stg), g));
+	T_OK(ctx->dev->ops->gate_hold(ctx->dev, ferry__staging_stream(ferry__ctx_lane(ctx)), g));
 	return g;
 }
 

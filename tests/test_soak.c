@@ -111,7 +111,7 @@ static void one_round(struct soak *s)
 		read_to_end(s, ctx, r);
 		ferry_reader_close(r);
 	}
-	shot_check_pool(&shot, ctx->stg);
+	shot_check_lanes(&shot, ctx);
 	shot_disarm(&shot);
 	s->fired += shot.fired;
 	T_OK(ferry_ctx_destroy(ctx));

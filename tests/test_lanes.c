@@ -1,0 +1,168 @@
+/*
+ * Staging lanes (FERRY_LANES): a context with several staging engines spreads
+ * its calling threads over them. Eight threads pipeline async loads through
+ * two buffers each, every byte checked; every lane carries copies; each lane's
+ * pool is whole afterwards and holds its share of max_buffers; a thread keeps
+ * its lane; bad FERRY_LANES values are refused.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "context.h"
+#include "test_reader_util.h"
+
+#define NFILES 12
+#define NTHREADS 8
+#define ROUNDS 15
+#define LANES 4
+#define CHUNK ((size_t)8 << 10)
+
+struct dataset {
+	char *dir;
+	char *paths[NFILES];
+	unsigned char *want[NFILES];
+	uint64_t nbytes[NFILES];
+};
+
+/* Sizes from under a chunk to several chunks. */
+static void make_dataset(struct dataset *d)
+{
+	d->dir = strdup(t_tmpdir());
+	for (unsigned i = 0; i < NFILES; i++) {
+		char name[32], fill[8] = { 0 };
+		int64_t len = 700 + (int64_t)i * 2900, start = 0;
+		snprintf(name, sizeof(name), "f%02u.npy", i);
+		d->paths[i] = strdup(tr_path(d->dir, name));
+		tr_write_npy(d->paths[i], FERRY_INT32, 0, 0, 1, &len, i + 1);
+		d->want[i] = tr_reference(i + 1, 4, 0, 0, 1, &len, &start, &len, fill, &d->nbytes[i]);
+	}
+}
+
+static void free_dataset(struct dataset *d)
+{
+	for (unsigned i = 0; i < NFILES; i++) {
+		free(d->paths[i]);
+		free(d->want[i]);
+	}
+	t_rmtree(d->dir);
+	free(d->dir);
+}
+
+struct caller {
+	ferry_ctx *ctx;
+	const struct dataset *d;
+	unsigned id;
+};
+
+static void check_bytes(ferry_ctx *ctx, const void *dev_ptr, const struct dataset *d, unsigned i)
+{
+	unsigned char *got = malloc(d->nbytes[i]);
+	T_ASSERT(got);
+	T_OK(ferry_copy_to_host(ctx, got, dev_ptr, d->nbytes[i]));
+	for (uint64_t b = 0; b < d->nbytes[i]; b++)
+		if (got[b] != d->want[i][b])
+			T_FAIL("%s: byte %llu is 0x%02x, want 0x%02x", d->paths[i],
+			       (unsigned long long)b, got[b], d->want[i][b]);
+	free(got);
+}
+
+/* Waits for buffer k's load (if any), checks it and frees it. */
+static void settle(struct caller *c, ferry_array **fl, const unsigned *file, void **dst, unsigned k)
+{
+	if (!fl[k])
+		return;
+	T_OK(ferry_array_wait(fl[k]));
+	check_bytes(c->ctx, dst[k], c->d, file[k]);
+	ferry_array_free(fl[k]);
+	fl[k] = NULL;
+}
+
+static void *pipeline(void *arg)
+{
+	struct caller *c = arg;
+	struct ferry__staging *lane = ferry__ctx_lane(c->ctx);
+	void *dst[2];
+	ferry_array *fl[2] = { NULL, NULL };
+	unsigned file[2] = { 0, 0 }, k = 0;
+	size_t cap = c->d->nbytes[NFILES - 1];
+	T_OK(ferry_device_alloc(c->ctx, cap, &dst[0]));
+	T_OK(ferry_device_alloc(c->ctx, cap, &dst[1]));
+	for (unsigned n = 0; n < ROUNDS * NFILES; n++, k ^= 1) {
+		settle(c, fl, file, dst, k);
+		file[k] = (c->id + n) % NFILES;
+		T_OK(ferry_load_into_async(c->ctx, c->d->paths[file[k]], dst[k], cap, &fl[k]));
+	}
+	settle(c, fl, file, dst, 0);
+	settle(c, fl, file, dst, 1);
+	if (ferry__ctx_lane(c->ctx) != lane)
+		T_FAIL("thread %u changed lanes", c->id);
+	ferry_device_free(c->ctx, dst[0]);
+	ferry_device_free(c->ctx, dst[1]);
+	return NULL;
+}
+
+static ferry_ctx *ctx_with_lanes(const char *lanes, int *rc)
+{
+	struct ferry_ctx_options o = { .gpu = -1, .direct = -1, .chunk_size = CHUNK,
+				       .max_buffers = 48, .threads = 2 };
+	ferry_ctx *ctx = NULL;
+	setenv("FERRY_LANES", lanes, 1);
+	*rc = ferry_ctx_create(&ctx, &o);
+	unsetenv("FERRY_LANES");
+	return ctx;
+}
+
+static void threads_share_lanes(const struct dataset *d)
+{
+	int rc;
+	ferry_ctx *ctx = ctx_with_lanes("4", &rc);
+	T_OK(rc);
+	T_ASSERT(ctx->nlanes == LANES);
+	char text[1024];
+	ferry_ctx_describe(ctx, text, sizeof(text));
+	if (!strstr(text, "4 lanes"))
+		T_FAIL("describe does not name the lanes: %s", text);
+	struct caller c[NTHREADS];
+	pthread_t th[NTHREADS];
+	for (unsigned i = 0; i < NTHREADS; i++) {
+		c[i] = (struct caller){ ctx, d, i };
+		T_ASSERT(pthread_create(&th[i], NULL, pipeline, &c[i]) == 0);
+	}
+	for (unsigned i = 0; i < NTHREADS; i++)
+		pthread_join(th[i], NULL);
+	for (unsigned i = 0; i < LANES; i++) {
+		struct ferry__staging_stats st;
+		ferry__staging_stats(ctx->lanes[i], &st);
+		if (st.batches_launched == 0)
+			T_FAIL("lane %u carried no copy", i);
+		if (st.total != 12 || st.free != st.total)
+			T_FAIL("lane %u: %u of %u buffers free, expected 12 of 12 (48 / 4 lanes)", i,
+			       st.free, st.total);
+	}
+	T_OK(ferry_ctx_destroy(ctx));
+}
+
+static void bad_values_refused(void)
+{
+	static const char *bad[] = { "0", "17", "two", "" };
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc;
+		ferry_ctx *ctx = ctx_with_lanes(bad[i], &rc);
+		if (*bad[i] && rc != -FERRY_ECONFIG)
+			T_FAIL("FERRY_LANES=%s: rc %d, expected -FERRY_ECONFIG", bad[i], rc);
+		if (!*bad[i] && (rc != 0 || ctx->nlanes != 1))
+			T_FAIL("FERRY_LANES empty: rc %d, not the default of one lane", rc);
+		ferry_ctx_destroy(ctx);
+	}
+}
+
+int main(void)
+{
+	struct dataset d;
+	make_dataset(&d);
+	threads_share_lanes(&d);
+	bad_values_refused();
+	free_dataset(&d);
+	printf("lanes: ok\n");
+	return T_EXIT_PASS;
+}
