@@ -17,17 +17,11 @@
 #define LANES 4
 #define CHUNK ((size_t)8 << 10)
 
-struct dataset {
-	char *dir;
-	char *paths[NFILES];
-	unsigned char *want[NFILES];
-	uint64_t nbytes[NFILES];
-};
-
 /* Sizes from under a chunk to several chunks. */
-static void make_dataset(struct dataset *d)
+static void make_dataset(struct tr_files *d)
 {
 	d->dir = strdup(t_tmpdir());
+	d->n = NFILES;
 	for (unsigned i = 0; i < NFILES; i++) {
 		char name[32], fill[8] = { 0 };
 		int64_t len = 700 + (int64_t)i * 2900, start = 0;
@@ -38,33 +32,11 @@ static void make_dataset(struct dataset *d)
 	}
 }
 
-static void free_dataset(struct dataset *d)
-{
-	for (unsigned i = 0; i < NFILES; i++) {
-		free(d->paths[i]);
-		free(d->want[i]);
-	}
-	t_rmtree(d->dir);
-	free(d->dir);
-}
-
 struct caller {
 	ferry_ctx *ctx;
-	const struct dataset *d;
+	const struct tr_files *d;
 	unsigned id;
 };
-
-static void check_bytes(ferry_ctx *ctx, const void *dev_ptr, const struct dataset *d, unsigned i)
-{
-	unsigned char *got = malloc(d->nbytes[i]);
-	T_ASSERT(got);
-	T_OK(ferry_copy_to_host(ctx, got, dev_ptr, d->nbytes[i]));
-	for (uint64_t b = 0; b < d->nbytes[i]; b++)
-		if (got[b] != d->want[i][b])
-			T_FAIL("%s: byte %llu is 0x%02x, want 0x%02x", d->paths[i],
-			       (unsigned long long)b, got[b], d->want[i][b]);
-	free(got);
-}
 
 /* Waits for buffer k's load (if any), checks it and frees it. */
 static void settle(struct caller *c, ferry_array **fl, const unsigned *file, void **dst, unsigned k)
@@ -72,7 +44,7 @@ static void settle(struct caller *c, ferry_array **fl, const unsigned *file, voi
 	if (!fl[k])
 		return;
 	T_OK(ferry_array_wait(fl[k]));
-	check_bytes(c->ctx, dst[k], c->d, file[k]);
+	tr_check_loaded(c->ctx, dst[k], c->d, file[k]);
 	ferry_array_free(fl[k]);
 	fl[k] = NULL;
 }
@@ -112,7 +84,7 @@ static ferry_ctx *ctx_with_lanes(const char *lanes, int *rc)
 	return ctx;
 }
 
-static void threads_share_lanes(const struct dataset *d)
+static void threads_share_lanes(const struct tr_files *d)
 {
 	int rc;
 	ferry_ctx *ctx = ctx_with_lanes("4", &rc);
@@ -158,11 +130,11 @@ static void bad_values_refused(void)
 
 int main(void)
 {
-	struct dataset d;
+	struct tr_files d;
 	make_dataset(&d);
 	threads_share_lanes(&d);
 	bad_values_refused();
-	free_dataset(&d);
+	tr_files_free(&d);
 	printf("lanes: ok\n");
 	return T_EXIT_PASS;
 }

@@ -19,18 +19,12 @@
 #define CHUNK ((size_t)8 << 10)
 #define POISON 0x5A
 
-struct dataset {
-	char *dir;
-	char *paths[NFILES];
-	unsigned char *want[NFILES];
-	uint64_t nbytes[NFILES];
-};
-
 /* Sizes that cross chunks, fit one, and are empty; one big-endian file. */
-static void make_dataset(struct dataset *d)
+static void make_dataset(struct tr_files *d)
 {
 	static const int64_t lens[NFILES] = { 40000, 3000, 0, 17, 9000, 2500 };
 	d->dir = strdup(t_tmpdir());
+	d->n = NFILES;
 	for (unsigned i = 0; i < NFILES; i++) {
 		char name[32], fill[8] = { 0 };
 		char order = i == 4 ? '>' : 0;
@@ -43,32 +37,8 @@ static void make_dataset(struct dataset *d)
 	}
 }
 
-static void free_dataset(struct dataset *d)
-{
-	for (unsigned i = 0; i < NFILES; i++) {
-		free(d->paths[i]);
-		free(d->want[i]);
-	}
-	t_rmtree(d->dir);
-	free(d->dir);
-}
-
-static void check_bytes(ferry_ctx *ctx, const void *dev_ptr, const struct dataset *d, unsigned i)
-{
-	unsigned char *got = malloc(d->nbytes[i] + 1);
-	T_ASSERT(got);
-	if (d->nbytes[i])
-		T_OK(ferry_copy_to_host(ctx, got, dev_ptr, d->nbytes[i]));
-	for (uint64_t b = 0; b < d->nbytes[i]; b++)
-		if (got[b] != d->want[i][b])
-			T_FAIL("%s: byte %llu of %llu is 0x%02x, want 0x%02x", d->paths[i],
-			       (unsigned long long)b, (unsigned long long)d->nbytes[i], got[b],
-			       d->want[i][b]);
-	free(got);
-}
-
 /* Every file in flight at once, then waited for out of order. */
-static void many_in_flight(ferry_ctx *ctx, const struct dataset *d)
+static void many_in_flight(ferry_ctx *ctx, const struct tr_files *d)
 {
 	ferry_array *a[NFILES];
 	for (unsigned i = 0; i < NFILES; i++) {
@@ -81,7 +51,7 @@ static void many_in_flight(ferry_ctx *ctx, const struct dataset *d)
 			T_OK(ferry_array_wait(a[i]));
 		else
 			T_OK(ferry_array_stream_wait(a[i], NULL));
-		check_bytes(ctx, ferry_array_data(a[i]), d, i);
+		tr_check_loaded(ctx, ferry_array_data(a[i]), d, i);
 		T_OK(ferry_array_wait(a[i])); /* waiting again is harmless */
 	}
 	for (unsigned i = 0; i < NFILES; i++)
@@ -90,7 +60,7 @@ static void many_in_flight(ferry_ctx *ctx, const struct dataset *d)
 
 /* Two poisoned buffers used in turn: the older load is waited for before its
  * buffer is loaded into again. */
-static void two_buffers_in_turn(ferry_ctx *ctx, const struct dataset *d)
+static void two_buffers_in_turn(ferry_ctx *ctx, const struct tr_files *d)
 {
 	size_t cap = 40000 * 4;
 	void *buf[2];
@@ -107,7 +77,7 @@ static void two_buffers_in_turn(ferry_ctx *ctx, const struct dataset *d)
 		unsigned k = n % 2;
 		if (inflight[k]) {
 			T_OK(ferry_array_wait(inflight[k]));
-			check_bytes(ctx, buf[k], d, file_of[k]);
+			tr_check_loaded(ctx, buf[k], d, file_of[k]);
 			T_ASSERT(ferry_array_data(inflight[k]) == buf[k]);
 			ferry_array_free(inflight[k]);
 			inflight[k] = NULL;
@@ -122,7 +92,7 @@ static void two_buffers_in_turn(ferry_ctx *ctx, const struct dataset *d)
 	free(poison);
 }
 
-static void errors(ferry_ctx *ctx, const struct dataset *d)
+static void errors(ferry_ctx *ctx, const struct tr_files *d)
 {
 	ferry_array *a = (ferry_array *)&a, *sentinel = a;
 	char missing[600];
@@ -141,7 +111,7 @@ static void errors(ferry_ctx *ctx, const struct dataset *d)
 	T_OK(ferry_load(ctx, d->paths[1], &a));
 	T_OK(ferry_array_wait(a));
 	T_OK(ferry_array_stream_wait(a, NULL));
-	check_bytes(ctx, ferry_array_data(a), d, 1);
+	tr_check_loaded(ctx, ferry_array_data(a), d, 1);
 	ferry_array_free(a);
 }
 
@@ -183,7 +153,7 @@ static int all_poison(const unsigned char *p, size_t len)
 	return 1;
 }
 
-static void returns_before_copies_run(const struct dataset *d)
+static void returns_before_copies_run(const struct tr_files *d)
 {
 	ferry_ctx *ctx = host_ctx(open_host());
 	size_t len = d->nbytes[1]; /* 2 chunks: the pool holds them while held */
@@ -198,13 +168,13 @@ static void returns_before_copies_run(const struct dataset *d)
 	T_OK(ctx->dev->ops->gate_open(ctx->dev, g));
 	T_OK(ferry_array_wait(a));
 	destroy_gate(ctx, g);
-	check_bytes(ctx, dst, d, 1);
+	tr_check_loaded(ctx, dst, d, 1);
 	ferry_array_free(a);
 	ferry_device_free(ctx, dst);
 	T_OK(ferry_ctx_destroy(ctx));
 }
 
-static void late_error_reported(const struct dataset *d)
+static void late_error_reported(const struct tr_files *d)
 {
 	struct ferry__device *fdev = t_fault_device(open_host());
 	ferry_ctx *ctx = host_ctx(fdev);
@@ -224,14 +194,14 @@ static void late_error_reported(const struct dataset *d)
 	/* The engine goes on: a later load through the same context is whole. */
 	T_OK(ferry_load_async(ctx, d->paths[0], &a));
 	T_OK(ferry_array_wait(a));
-	check_bytes(ctx, ferry_array_data(a), d, 0);
+	tr_check_loaded(ctx, ferry_array_data(a), d, 0);
 	ferry_array_free(a);
 	T_OK(ferry_ctx_destroy(ctx));
 }
 
 int main(void)
 {
-	struct dataset d;
+	struct tr_files d;
 	alarm(120); /* a load that waited for its held copies would hang: fail instead */
 	make_dataset(&d);
 	ferry_ctx *ctx = tr_ctx(CHUNK, 3);
@@ -241,7 +211,7 @@ int main(void)
 	T_OK(ferry_ctx_destroy(ctx));
 	returns_before_copies_run(&d);
 	late_error_reported(&d);
-	free_dataset(&d);
+	tr_files_free(&d);
 	printf("async loads: ok\n");
 	return T_EXIT_PASS;
 }

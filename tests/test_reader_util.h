@@ -181,4 +181,40 @@ static inline void tr_check_sample(ferry_ctx *ctx, const struct ferry_sample *s,
 	free(got);
 }
 
+/* .npy files a loading test writes, with the bytes each must load as. */
+#define TR_MAX_FILES 16
+struct tr_files {
+	char *dir;
+	unsigned n;
+	char *paths[TR_MAX_FILES];
+	unsigned char *want[TR_MAX_FILES];
+	uint64_t nbytes[TR_MAX_FILES];
+};
+
+static inline void tr_files_free(struct tr_files *d)
+{
+	for (unsigned i = 0; i < d->n; i++) {
+		free(d->paths[i]);
+		free(d->want[i]);
+	}
+	t_rmtree(d->dir);
+	free(d->dir);
+}
+
+/* Fails unless the device memory at dev_ptr holds file i's bytes. */
+static inline void tr_check_loaded(ferry_ctx *ctx, const void *dev_ptr, const struct tr_files *d,
+				   unsigned i)
+{
+	unsigned char *got = malloc(d->nbytes[i] + 1);
+	T_ASSERT(got);
+	if (d->nbytes[i])
+		T_OK(ferry_copy_to_host(ctx, got, dev_ptr, d->nbytes[i]));
+	for (uint64_t b = 0; b < d->nbytes[i]; b++)
+		if (got[b] != d->want[i][b])
+			T_FAIL("%s: byte %llu of %llu is 0x%02x, want 0x%02x", d->paths[i],
+			       (unsigned long long)b, (unsigned long long)d->nbytes[i], got[b],
+			       d->want[i][b]);
+	free(got);
+}
+
 #endif
