@@ -177,7 +177,7 @@ void ferry_bench_run_ferry(const struct ferry_bench_options *opt,
 		return;
 	}
 	run->threads = t.ctx->threads;
-	run->chunk = ferry__staging_chunk_size(t.ctx->stg);
+	run->chunk = ferry__staging_chunk_size(t.ctx->lanes[0]);
 	run->callers = auto_callers(opt, ds, run->threads, run->chunk);
 	ferry_bench_drive(ds, lim, run->callers, &tool, &m);
 	ferry_bench_fill_run(run, &m);
