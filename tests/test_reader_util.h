@@ -162,23 +162,33 @@ static inline void *tr_reference(uint32_t id, size_t isz, int swap, int fortran,
 	return out;
 }
 
+/* Fails unless nbytes of device memory at dev hold want, naming the first
+ * wrong byte after label. */
+static inline void tr_check_bytes(ferry_ctx *ctx, const void *dev, const void *want,
+				  uint64_t nbytes, const char *label)
+{
+	const unsigned char *w = want;
+	unsigned char *got = malloc(nbytes + 1);
+	T_ASSERT(got);
+	if (nbytes)
+		T_OK(ferry_copy_to_host(ctx, got, dev, nbytes));
+	for (uint64_t i = 0; i < nbytes; i++)
+		if (got[i] != w[i])
+			T_FAIL("%s: byte %llu of %llu is 0x%02x, want 0x%02x", label,
+			       (unsigned long long)i, (unsigned long long)nbytes, got[i], w[i]);
+	free(got);
+}
+
 /* Compares a sample on the device with want; fails naming the first byte. */
 static inline void tr_check_sample(ferry_ctx *ctx, const struct ferry_sample *s, const void *want,
 				   uint64_t nbytes, const char *what)
 {
+	char label[4200];
 	if (s->nbytes != nbytes)
 		T_FAIL("%s: %s: %llu bytes, want %llu", what, s->path,
 		       (unsigned long long)s->nbytes, (unsigned long long)nbytes);
-	unsigned char *got = malloc(nbytes + 1);
-	T_ASSERT(got);
-	if (nbytes)
-		T_OK(ferry_copy_to_host(ctx, got, s->data, nbytes));
-	for (uint64_t i = 0; i < nbytes; i++)
-		if (got[i] != ((const unsigned char *)want)[i])
-			T_FAIL("%s: %s: byte %llu of %llu is 0x%02x, want 0x%02x", what, s->path,
-			       (unsigned long long)i, (unsigned long long)nbytes, got[i],
-			       ((const unsigned char *)want)[i]);
-	free(got);
+	snprintf(label, sizeof(label), "%s: %s", what, s->path);
+	tr_check_bytes(ctx, s->data, want, nbytes, label);
 }
 
 /* .npy files a loading test writes, with the bytes each must load as. */
@@ -205,16 +215,7 @@ static inline void tr_files_free(struct tr_files *d)
 static inline void tr_check_loaded(ferry_ctx *ctx, const void *dev_ptr, const struct tr_files *d,
 				   unsigned i)
 {
-	unsigned char *got = malloc(d->nbytes[i] + 1);
-	T_ASSERT(got);
-	if (d->nbytes[i])
-		T_OK(ferry_copy_to_host(ctx, got, dev_ptr, d->nbytes[i]));
-	for (uint64_t b = 0; b < d->nbytes[i]; b++)
-		if (got[b] != d->want[i][b])
-			T_FAIL("%s: byte %llu of %llu is 0x%02x, want 0x%02x", d->paths[i],
-			       (unsigned long long)b, (unsigned long long)d->nbytes[i], got[b],
-			       d->want[i][b]);
-	free(got);
+	tr_check_bytes(ctx, dev_ptr, d->want[i], d->nbytes[i], d->paths[i]);
 }
 
 #endif
