@@ -83,39 +83,38 @@ static int choose_direct(const struct ferry_ctx_options *opt, int *out)
 	return rc;
 }
 
-static int choose_lanes(ferry_ctx *ctx, unsigned *out)
+/* FERRY_LANES, fewer where max_buffers cannot give each lane MIN_LANE_BUFFERS. */
+static int choose_lanes(unsigned total_buffers, unsigned *out)
 {
 	unsigned long n;
 	int rc = ferry__env_uint("FERRY_LANES", 1, FERRY__MAX_LANES, DEFAULT_LANES, &n);
-	*out = (unsigned)n;
+	unsigned fit = total_buffers / MIN_LANE_BUFFERS;
+	*out = n <= fit ? (unsigned)n : fit ? fit : 1;
 	return rc;
 }
 
-/* The lanes share max_buffers between them (at least MIN_LANE_BUFFERS each). */
+/* The lanes share max_buffers between them. */
 static int create_staging(ferry_ctx *ctx, const struct ferry_ctx_options *opt)
 {
 	struct ferry__block_hooks blocks = { block_added, block_removed, ctx };
 	unsigned total = opt->max_buffers ? opt->max_buffers : DEFAULT_MAX_BUFFERS, lanes;
-	int rc = choose_lanes(ctx, &lanes);
+	int rc = choose_lanes(total, &lanes);
 	if (rc < 0)
 		return rc;
-	unsigned per_lane = (total + lanes - 1) / lanes;
 	struct ferry__staging_config cfg = {
 		.chunk_size = opt->chunk_size,
-		.max_buffers = per_lane < MIN_LANE_BUFFERS ? MIN_LANE_BUFFERS : per_lane,
+		.max_buffers = total / lanes,
 		.launch_after = LAUNCH_AFTER,
 		.placement = ctx->io_ops->placement,
 		.blocks = &blocks,
 	};
-	for (; ctx->nlanes < lanes; ctx->nlanes++) {
-		struct ferry__staging **stg = &ctx->lanes[ctx->nlanes];
-		if ((rc = ferry__staging_create(ctx->dev, &cfg, stg)) < 0)
+	for (unsigned i = 0; i < lanes; i++) {
+		if ((rc = ferry__staging_create(ctx->dev, &cfg, &ctx->lanes[i])) < 0)
 			return rc;
+		ctx->nlanes++;
 		/* Grow the pool now: allocations can synchronize the device. */
-		if ((rc = ferry__staging_reserve(*stg, cfg.max_buffers)) < 0) {
-			ctx->nlanes++;
+		if ((rc = ferry__staging_reserve(ctx->lanes[i], cfg.max_buffers)) < 0)
 			return rc;
-		}
 	}
 	return 0;
 }

@@ -3,7 +3,8 @@
  * its calling threads over them. Eight threads pipeline async loads through
  * two buffers each, every byte checked; every lane carries copies; each lane's
  * pool is whole afterwards and holds its share of max_buffers; a thread keeps
- * its lane; bad FERRY_LANES values are refused.
+ * its lane; fewer lanes where max_buffers cannot give each 8 buffers; bad
+ * FERRY_LANES values are refused.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -114,6 +115,23 @@ static void threads_share_lanes(const struct tr_files *d)
 	T_OK(ferry_ctx_destroy(ctx));
 }
 
+/* 48 buffers cannot give 16 lanes 8 each: 6 lanes of 8, max_buffers kept. */
+static void lanes_fit_max_buffers(void)
+{
+	int rc;
+	ferry_ctx *ctx = ctx_with_lanes("16", &rc);
+	T_OK(rc);
+	if (ctx->nlanes != 6)
+		T_FAIL("FERRY_LANES=16 with 48 buffers: %u lanes, expected 6", ctx->nlanes);
+	for (unsigned i = 0; i < ctx->nlanes; i++) {
+		struct ferry__staging_stats st;
+		ferry__staging_stats(ctx->lanes[i], &st);
+		if (st.total != 8)
+			T_FAIL("lane %u holds %u buffers, expected 8", i, st.total);
+	}
+	T_OK(ferry_ctx_destroy(ctx));
+}
+
 static void bad_values_refused(void)
 {
 	static const char *bad[] = { "0", "17", "two", "" };
@@ -133,6 +151,7 @@ int main(void)
 	struct tr_files d;
 	make_dataset(&d);
 	threads_share_lanes(&d);
+	lanes_fit_max_buffers();
 	bad_values_refused();
 	tr_files_free(&d);
 	printf("lanes: ok\n");
