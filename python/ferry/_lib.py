@@ -59,7 +59,9 @@ class Handle:
         self.parent = parent
         self.dependents = 0
         self.released = False
-        self._lock = threading.Lock()
+        # Reentrant: a finalizer that the collector runs on this thread while
+        # it holds the lock may drop one of this handle's dependents.
+        self._lock = threading.RLock()
         if parent is not None:
             with parent._lock:
                 parent.dependents += 1
