@@ -14,6 +14,7 @@
 /* Small batches let copies start while the rest of a file is still being read. */
 #define LAUNCH_AFTER 4
 #define DEFAULT_MAX_BUFFERS 64
+#define MAX_BUFFERS_LIMIT 4096
 #define MIN_LANE_BUFFERS 8
 #define DEFAULT_LANES 1
 
@@ -93,12 +94,24 @@ static int choose_lanes(unsigned total_buffers, unsigned *out)
 	return rc;
 }
 
+/* opt->max_buffers, else FERRY_MAX_BUFFERS, else the default. */
+static int choose_max_buffers(const struct ferry_ctx_options *opt, unsigned *out)
+{
+	unsigned long n = opt->max_buffers;
+	int rc = n ? 0 : ferry__env_uint("FERRY_MAX_BUFFERS", 1, MAX_BUFFERS_LIMIT,
+					 DEFAULT_MAX_BUFFERS, &n);
+	*out = (unsigned)n;
+	return rc;
+}
+
 /* The lanes share max_buffers between them. */
 static int create_staging(ferry_ctx *ctx, const struct ferry_ctx_options *opt)
 {
 	struct ferry__block_hooks blocks = { block_added, block_removed, ctx };
-	unsigned total = opt->max_buffers ? opt->max_buffers : DEFAULT_MAX_BUFFERS, lanes;
-	int rc = choose_lanes(total, &lanes);
+	unsigned total = 0, lanes = 1;
+	int rc = choose_max_buffers(opt, &total);
+	if (rc == 0)
+		rc = choose_lanes(total, &lanes);
 	if (rc < 0)
 		return rc;
 	struct ferry__staging_config cfg = {

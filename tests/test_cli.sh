@@ -40,7 +40,7 @@ expect_lines() {
 # ---- help, version, env ----
 expect_rc 0 "$FERRY" --help
 for word in env info read gen demo FERRY_DEVICE FERRY_GPU FERRY_IO FERRY_CHUNK_SIZE \
-	FERRY_ODIRECT FERRY_THREADS FERRY_TRACE; do
+	FERRY_ODIRECT FERRY_THREADS FERRY_TRACE FERRY_LANES FERRY_MAX_BUFFERS; do
 	expect_grep "$word" "$TMP/out" "ferry --help"
 done
 for cmd in env info read gen demo; do

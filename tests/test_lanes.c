@@ -146,6 +146,42 @@ static void bad_values_refused(void)
 	}
 }
 
+static unsigned ctx_buffers(ferry_ctx *ctx)
+{
+	unsigned total = 0;
+	for (unsigned i = 0; i < ctx->nlanes; i++) {
+		struct ferry__staging_stats st;
+		ferry__staging_stats(ctx->lanes[i], &st);
+		total += st.total;
+	}
+	return total;
+}
+
+/* FERRY_MAX_BUFFERS sets the pool when the options leave it 0; the options win. */
+static void max_buffers_from_env(void)
+{
+	static const struct {
+		const char *env;
+		unsigned option, want; /* want 0: refused */
+	} cases[] = { { "24", 0, 24 }, { "24", 48, 48 }, { "0", 0, 0 }, { "4097", 0, 0 },
+		      { "many", 0, 0 } };
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ferry_ctx_options o = { .gpu = -1, .direct = -1, .chunk_size = CHUNK,
+					       .max_buffers = cases[i].option, .threads = 2 };
+		ferry_ctx *ctx = NULL;
+		setenv("FERRY_MAX_BUFFERS", cases[i].env, 1);
+		int rc = ferry_ctx_create(&ctx, &o);
+		unsetenv("FERRY_MAX_BUFFERS");
+		if (!cases[i].want && rc != -FERRY_ECONFIG)
+			T_FAIL("FERRY_MAX_BUFFERS=%s: rc %d, expected -FERRY_ECONFIG", cases[i].env, rc);
+		if (cases[i].want && (rc != 0 || ctx_buffers(ctx) != cases[i].want))
+			T_FAIL("FERRY_MAX_BUFFERS=%s, max_buffers %u: rc %d, %u buffers, expected %u",
+			       cases[i].env, cases[i].option, rc, rc ? 0 : ctx_buffers(ctx),
+			       cases[i].want);
+		ferry_ctx_destroy(ctx);
+	}
+}
+
 int main(void)
 {
 	struct tr_files d;
@@ -153,6 +189,7 @@ int main(void)
 	threads_share_lanes(&d);
 	lanes_fit_max_buffers();
 	bad_values_refused();
+	max_buffers_from_env();
 	tr_files_free(&d);
 	printf("lanes: ok\n");
 	return T_EXIT_PASS;
