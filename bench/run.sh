@@ -105,6 +105,10 @@ NOTES=$OUT/notes.txt
 : >"$NOTES"
 
 note() { echo "bench: $*" >&2; echo "$*" >>"$NOTES"; }
+for v in FERRY_LANES FERRY_MAX_BUFFERS FERRY_CHUNK_SIZE FERRY_THREADS FERRY_IO FERRY_ODIRECT; do
+	eval "value=\${$v:-}"
+	[ -z "$value" ] || note "environment: $v=$value (ferry's runs use it)"
+done
 elapsed() { echo $(( $(date +%s) - START )); }
 # Seconds left for a step, keeping 20 for the report.
 remaining() { echo $(( BUDGET - $(elapsed) - 20 )); }
