@@ -109,7 +109,7 @@ class Context:
     $FERRY_GPU, then $LOCAL_RANK, then 0), io ('auto', 'posix', 'uring' or
     'cufile'; $FERRY_IO), threads (IO threads; $FERRY_THREADS), chunk_size
     (staging chunk in bytes, a power of two from 4 KiB to 16 MiB;
-    $FERRY_CHUNK_SIZE), max_buffers (staging buffers at most, 64), direct
+    $FERRY_CHUNK_SIZE), max_buffers (staging buffers at most; $FERRY_MAX_BUFFERS), direct
     (True: O_DIRECT reads; $FERRY_ODIRECT).
 
     Raises FerryError when the device or backend is unavailable or an option
