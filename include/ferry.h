@@ -70,7 +70,7 @@ struct ferry_ctx_options {
 	int gpu;             /* GPU ordinal, -1: FERRY_GPU, LOCAL_RANK, else 0 */
 	const char *io;      /* "auto", "posix", "uring", "cufile" (FERRY_IO, auto) */
 	size_t chunk_size;   /* staging chunk: power of two, 4 KiB..16 MiB (FERRY_CHUNK_SIZE, 2 MiB) */
-	unsigned max_buffers;  /* staging buffers at most (FERRY_MAX_BUFFERS, 64) */
+	unsigned max_buffers;  /* staging buffers at most (FERRY_MAX_BUFFERS, 128) */
 	unsigned threads;    /* IO threads (FERRY_THREADS; default: cores, at most 16) */
 	int direct;          /* 1: O_DIRECT reads, 0: buffered, -1: FERRY_ODIRECT (default 0) */
 };

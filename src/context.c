@@ -13,10 +13,13 @@
 #define DEFAULT_MAX_THREADS 16
 /* Small batches let copies start while the rest of a file is still being read. */
 #define LAUNCH_AFTER 4
-#define DEFAULT_MAX_BUFFERS 64
+/* Measured with bench/tune.sh on an H200 (2026-12-03): one lane serializes
+ * small files on its lock and stream (7.2 GB/s of 128 KiB files against 14.6
+ * with 4 lanes); 4 lanes sharing 64 buffers starve large files' few callers. */
+#define DEFAULT_LANES 4
+#define DEFAULT_MAX_BUFFERS 128
 #define MAX_BUFFERS_LIMIT 4096
 #define MIN_LANE_BUFFERS 8
-#define DEFAULT_LANES 1
 
 static int io_init(ferry_ctx *ctx, const struct ferry__io_ops *ops)
 {

@@ -140,8 +140,8 @@ static void bad_values_refused(void)
 		ferry_ctx *ctx = ctx_with_lanes(bad[i], &rc);
 		if (*bad[i] && rc != -FERRY_ECONFIG)
 			T_FAIL("FERRY_LANES=%s: rc %d, expected -FERRY_ECONFIG", bad[i], rc);
-		if (!*bad[i] && (rc != 0 || ctx->nlanes != 1))
-			T_FAIL("FERRY_LANES empty: rc %d, not the default of one lane", rc);
+		if (!*bad[i] && (rc != 0 || ctx->nlanes != 4))
+			T_FAIL("FERRY_LANES empty: rc %d, not the default of 4 lanes", rc);
 		ferry_ctx_destroy(ctx);
 	}
 }

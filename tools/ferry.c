@@ -32,8 +32,8 @@ static void usage(FILE *out)
 		"  FERRY_CHUNK_SIZE=4k..16M        staging chunk size, a power of two (2M)\n"
 		"  FERRY_ODIRECT=0|1               read with O_DIRECT (0)\n"
 		"  FERRY_THREADS=N                 IO threads (cores, at most 16)\n"
-		"  FERRY_LANES=N                   staging engines sharing the buffers, 1..16 (1)\n"
-		"  FERRY_MAX_BUFFERS=N             staging buffers (chunks of pinned memory), 1..4096 (64)\n"
+		"  FERRY_LANES=N                   staging engines sharing the buffers, 1..16 (4)\n"
+		"  FERRY_MAX_BUFFERS=N             staging buffers (chunks of pinned memory), 1..4096 (128)\n"
 		"  FERRY_TRACE=PATH                write a trace of the engine's events to PATH\n");
 }
 
