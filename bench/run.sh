@@ -2,7 +2,7 @@
 # bench/run.sh — the whole benchmark matrix of ferry on this machine, merged into
 # bench/results/<date>-<machine>/{results.json,results.md,chart.png}.
 #
-# usage: sh bench/run.sh [--quick] [--help]      (make bench runs it)
+# usage: sh bench/run.sh [--quick] [--datasets] [--help]      (make bench runs it)
 #
 # Steps, in order of importance; each gets what is left of the time budget and
 # one that would not fit is skipped and named in results.md:
@@ -37,14 +37,16 @@
 # --quick: tiny datasets (a few MiB), short runs; finishes in seconds on any
 # machine, with or without a GPU (no GPU: the host device; GPU-only tools are
 # reported as not available).
+# --datasets: step 1 alone (what bench/tune.sh and a later run then reuse).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
-QUICK=0
+QUICK=0 DATASETS_ONLY=0
 for arg in "$@"; do
 	case $arg in
 	--quick) QUICK=1 ;;
-	-h|--help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--datasets) DATASETS_ONLY=1 ;;
+	-h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench/run.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
 	esac
 done
@@ -161,6 +163,7 @@ for w in $WORKLOADS; do
 	step "generate $name ($files x $size)" 5 gen_dataset "$DATA/$name" "$files" "$size" ||
 		note "dataset $name missing"
 done
+[ "$DATASETS_ONLY" = 1 ] && exit 0
 
 # ---- 2, 3. the matrix ----
 

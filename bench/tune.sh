@@ -9,12 +9,13 @@
 # Prints a table (GB/s and the ratio to the baseline per workload) and a last
 # line `best LANES BUFFERS`: the setting with the highest geometric mean of
 # the ratios among those that lose no more than 3% on any workload.
-# Environment: FERRY_BUILD (build), BENCH_DATA (as bench/run.sh; datasets are
-# written there when missing), TUNE_OUT (the JSON of each run; a temporary
-# directory), RUN_LIMIT (seconds a run may take, 1).
+# Environment: FERRY_BUILD (build), BENCH_DATA (as bench/run.sh, whose
+# --datasets writes them for both; ferry bench writes any that are missing),
+# TUNE_OUT (the JSON of each run; a temporary directory), RUN_LIMIT (seconds a
+# run may take, 1).
 set -u
 cd "$(dirname "$0")/.." || exit 1
-case ${1:-} in -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 
 FERRY=${FERRY_BUILD:-build}/ferry
 DATA=${BENCH_DATA:-${TMPDIR:-/var/tmp}/ferry-bench}

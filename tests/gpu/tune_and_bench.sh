@@ -17,20 +17,14 @@ sh tests/gpu/fake_udev.sh "${TMPDIR:-/var/tmp}" >/dev/null 2>&1
 		echo "== examples/$e.py"; timeout 60 "$PYTHON" examples/$e.py --epochs 2; echo "rc=$?"
 	done
 } > "$O/python-gpu.log" 2>&1
-D=${TMPDIR:-/var/tmp}/ferry-bench
-for w in large:64:64M medium:1024:4M small:16384:128k; do
-	n=${w%%:*} r=${w#*:}
-	f=${r%%:*} s=${r#*:}
-	mkdir -p "$D" && build/ferry gen --out "$D/$n" --files "$f" --size "$s" --dtype float32 \
-		--seed 1 >/dev/null && : > "$D/$n/.ferry-gen-$f-$s"
-done
+BENCH_OUT=$O/bench sh bench/run.sh --datasets > "$O/bench.log" 2>&1
 TUNE_OUT=$O/tune-parts sh bench/tune.sh > "$O/tune.txt" 2>&1
 rm -rf "$O/tune-parts"
 set -- $(tail -n 1 "$O/tune.txt")
 [ "$1" = best ] && export FERRY_LANES=$2 FERRY_MAX_BUFFERS=$3
 echo "tune done at $(( $(date +%s) - S )) s: FERRY_LANES=${FERRY_LANES:-} FERRY_MAX_BUFFERS=${FERRY_MAX_BUFFERS:-}" >> "$O/tune.txt"
 BENCH_OUT=$O/bench BENCH_BUDGET=$(( ${TOTAL:-560} - ($(date +%s) - S) )) \
-	WARM_THREADS=4,8,16 sh bench/run.sh > "$O/bench.log" 2>&1
+	WARM_THREADS=4,8,16 sh bench/run.sh >> "$O/bench.log" 2>&1
 mv "$O/bench/results.json" "$O/bench/results.md" "$O/bench/chart.png" "$O" 2>/dev/null
 rm -rf "$O/bench"
 echo "total $(( $(date +%s) - S )) s" >> "$O/bench.log"
