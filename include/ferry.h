@@ -64,14 +64,20 @@ FERRY_API const char *ferry_dtype_name(enum ferry_dtype dtype);
 
 typedef struct ferry_ctx ferry_ctx;
 
+/* The largest values the settings take, from options and the environment alike. */
+#define FERRY_THREADS_MAX 1024        /* IO threads of a context or a reader */
+#define FERRY_BUFFERS_MAX 4096        /* staging buffers of a context */
+#define FERRY_BATCH_MAX (1u << 24)    /* samples of a batch */
+#define FERRY_PREFETCH_MAX 1024       /* batches a reader loads ahead */
+
 /* Zero (or NULL) fields take the environment's value, then the default. */
 struct ferry_ctx_options {
 	const char *device;  /* "auto", "cuda", "host"       (FERRY_DEVICE, auto) */
 	int gpu;             /* GPU ordinal, -1: FERRY_GPU, LOCAL_RANK, else 0 */
 	const char *io;      /* "auto", "posix", "uring", "cufile" (FERRY_IO, auto) */
 	size_t chunk_size;   /* staging chunk: power of two, 4 KiB..16 MiB (FERRY_CHUNK_SIZE, 2 MiB) */
-	unsigned max_buffers;  /* staging buffers at most (FERRY_MAX_BUFFERS, 128) */
-	unsigned threads;    /* IO threads (FERRY_THREADS; default: cores, at most 16) */
+	unsigned max_buffers;  /* staging buffers at most, 1..FERRY_BUFFERS_MAX (FERRY_MAX_BUFFERS, 128) */
+	unsigned threads;    /* IO threads, 1..FERRY_THREADS_MAX (FERRY_THREADS; default: cores, at most 16) */
 	int direct;          /* 1: O_DIRECT reads, 0: buffered, -1: FERRY_ODIRECT (default 0) */
 };
 
@@ -199,7 +205,7 @@ struct ferry_reader_config {
 	const char *const *files; /* explicit paths (relative to root unless absolute) */
 	size_t nfiles;           /* entries in files */
 
-	unsigned batch_size;     /* samples a batch (0: 1) */
+	unsigned batch_size;     /* samples a batch, up to FERRY_BATCH_MAX (0: 1) */
 	uint64_t epochs;         /* epochs to read, then -FERRY_EEND (0: forever) */
 
 	/* Shards: shard i of n holds samples [N*i/n, N*(i+1)/n). num_shards <= 0:
@@ -212,8 +218,8 @@ struct ferry_reader_config {
 	int random_shuffle;      /* 1: a permutation of the shard per epoch, from (seed, epoch) */
 	uint64_t seed;           /* shuffle seed (0 is a valid seed) */
 
-	unsigned threads;        /* IO threads (0: the context's, i.e. min(16, cores) or FERRY_THREADS) */
-	unsigned prefetch_depth; /* batches loading ahead of the caller (0: 2) */
+	unsigned threads;        /* IO threads, up to FERRY_THREADS_MAX (0: the context's) */
+	unsigned prefetch_depth; /* batches loading ahead of the caller, up to FERRY_PREFETCH_MAX (0: 2) */
 	int no_header_cache;     /* 1: parse every header on every read (default: cached, checked
 				  * against each file's size and mtime) */
 	enum ferry_on_error on_error;
@@ -265,8 +271,16 @@ FERRY_API int ferry_reader_open(ferry_ctx *ctx, const struct ferry_reader_config
 				ferry_reader **out);
 /* Gives the next batch, complete on the device. Returns 0, -FERRY_EEND after
  * the requested epochs, or the error of a file in it (the message names the
- * file; that batch is dropped and a further call continues with the next). */
+ * file; that batch is dropped and a further call continues with the next).
+ * Under FERRY_ON_ERROR_SKIP, an epoch whose every file was skipped ends with
+ * the last skipped file's error. Threads may call it at once on one reader:
+ * each batch goes to one of them. */
 FERRY_API int ferry_reader_next(ferry_reader *r, ferry_batch **out);
+/* As ferry_reader_next, waiting at most timeout_ms milliseconds (< 0: as long
+ * as it takes) for a batch that is still loading: -ETIMEDOUT when none was
+ * ready by then (nothing is lost: call again). For callers that must stay
+ * responsive, such as an interpreter polling for signals. */
+FERRY_API int ferry_reader_next_timeout(ferry_reader *r, ferry_batch **out, int timeout_ms);
 /* Returns the number of samples in the batch, padding included. */
 FERRY_API unsigned ferry_batch_size(const ferry_batch *b);
 /* Describes sample i. Returns 0, or -EINVAL when i is out of range. */

@@ -32,7 +32,7 @@ int ferry_info(const char *path, struct ferry_array_info *out)
 	int rc = ferry__io_posix.open(NULL, path, 0, &f);
 	if (rc < 0)
 		return rc;
-	rc = ferry__load_header(f, &h);
+	rc = ferry__load_header(f, &h, NULL);
 	if (rc == 0)
 		ferry__info_from_header(&h, out);
 	ferry__io_posix.close(NULL, f);
@@ -46,10 +46,11 @@ static int load_file(ferry_ctx *ctx, const char *path, void **dst, size_t dst_le
 {
 	struct ferry__file *f;
 	struct ferry__npy_header h;
+	unsigned char head[FERRY__HEAD_MAX];
 	int rc = open_file(ctx, path, &f);
 	if (rc < 0)
 		return rc;
-	if ((rc = ferry__load_header(f, &h)) < 0)
+	if ((rc = ferry__load_header(f, &h, head)) < 0)
 		goto out;
 	if (*dst && dst_len < h.data_size) {
 		rc = ferry__fail(-ENOSPC, "%s: array needs %llu bytes, buffer holds %zu", path,
@@ -62,7 +63,9 @@ static int load_file(ferry_ctx *ctx, const char *path, void **dst, size_t dst_le
 			    (unsigned long long)h.data_size, ferry_last_error());
 		goto out;
 	}
-	rc = ferry__load_payload(ctx, f, &h, *dst, ctx->threads, async, NULL);
+	struct ferry__load_opts opts = { .parallel = ctx->threads, .async = async, .head = head,
+					 .head_len = ferry__head_len(&h) };
+	rc = ferry__load_payload(ctx, f, &h, *dst, &opts);
 	if (rc < 0 && allocated) {
 		ferry_device_free(ctx, *dst);
 		*dst = NULL;
@@ -229,7 +232,7 @@ int ferry_read_range(ferry_ctx *ctx, const char *path, uint64_t offset, uint64_t
 				 (unsigned long long)f->size);
 	else if (len)
 		rc = ferry__load_ranges(ctx, f, &(struct ferry__range){ offset, len, dst }, 1,
-					ctx->threads, NULL, NULL);
+					&(struct ferry__load_opts){ .parallel = ctx->threads });
 	ctx->io_ops->close(ctx->io, f);
 	return rc;
 }

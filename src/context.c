@@ -18,7 +18,6 @@
  * with 4 lanes); 4 lanes sharing 64 buffers starve large files' few callers. */
 #define DEFAULT_LANES 4
 #define DEFAULT_MAX_BUFFERS 128
-#define MAX_BUFFERS_LIMIT 4096
 #define MIN_LANE_BUFFERS 8
 
 static int io_init(ferry_ctx *ctx, const struct ferry__io_ops *ops)
@@ -74,7 +73,10 @@ static int choose_threads(const struct ferry_ctx_options *opt, unsigned *out)
 	unsigned long def = cores < 1 ? 1 : cores > DEFAULT_MAX_THREADS ? DEFAULT_MAX_THREADS
 									 : (unsigned long)cores;
 	unsigned long n = opt->threads;
-	int rc = n ? 0 : ferry__env_uint("FERRY_THREADS", 1, 1024, def, &n);
+	if (n > FERRY_THREADS_MAX)
+		return ferry__fail(-FERRY_ECONFIG, "context: threads %lu: expected 1 to %d", n,
+				   FERRY_THREADS_MAX);
+	int rc = n ? 0 : ferry__env_uint("FERRY_THREADS", 1, FERRY_THREADS_MAX, def, &n);
 	*out = (unsigned)n;
 	return rc;
 }
@@ -101,7 +103,10 @@ static int choose_lanes(unsigned total_buffers, unsigned *out)
 static int choose_max_buffers(const struct ferry_ctx_options *opt, unsigned *out)
 {
 	unsigned long n = opt->max_buffers;
-	int rc = n ? 0 : ferry__env_uint("FERRY_MAX_BUFFERS", 1, MAX_BUFFERS_LIMIT,
+	if (n > FERRY_BUFFERS_MAX)
+		return ferry__fail(-FERRY_ECONFIG, "context: max_buffers %lu: expected 1 to %d", n,
+				   FERRY_BUFFERS_MAX);
+	int rc = n ? 0 : ferry__env_uint("FERRY_MAX_BUFFERS", 1, FERRY_BUFFERS_MAX,
 					 DEFAULT_MAX_BUFFERS, &n);
 	*out = (unsigned)n;
 	return rc;

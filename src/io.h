@@ -19,12 +19,21 @@
 
 struct ferry__io;  /* a backend's state, one per context */
 
+/* What identifies one version of a file: a file replaced (rename, new inode)
+ * or rewritten in place (size, mtime, ctime) no longer matches. */
+struct ferry__file_id {
+	uint64_t dev, ino;
+	uint64_t size;
+	int64_t mtime_ns, ctime_ns;
+	uint64_t nlink;     /* a rename over the path or an unlink moves ctime, not the bytes */
+};
+
 struct ferry__file {
 	const char *path;   /* as given by the caller (owned by the file) */
 	int fd;             /* the descriptor reads use */
 	int direct;         /* opened with O_DIRECT */
-	uint64_t size;      /* file size at open */
-	int64_t mtime_ns;   /* modification time at open */
+	uint64_t size;      /* file size at open (id.size) */
+	struct ferry__file_id id; /* the file as it was opened */
 	void *backend;      /* backend-private (cuFile handle) */
 };
 
@@ -42,6 +51,7 @@ enum { FERRY__IO_DIRECT = 1 };
 struct ferry__io_ops {
 	const char *name;                 /* "posix", "uring", "cufile" */
 	enum ferry__placement placement;  /* where its reads land */
+	unsigned depth;                   /* requests one read call keeps in flight at once */
 
 	/* Probes and sets up the backend for dev; -FERRY_EIO_BACKEND when absent. */
 	int (*init)(struct ferry__device *dev, struct ferry__io **out);
@@ -66,6 +76,26 @@ struct ferry__io_ops {
 	int (*register_block)(struct ferry__io *io, void *base, size_t len);
 	void (*deregister_block)(struct ferry__io *io, void *base, size_t len);
 };
+
+/*
+ * Reads len bytes at offset of the open file f into host memory at buf
+ * (whatever the backend: headers and host conversions read this way, never
+ * by reopening the path). Direct files are read through an aligned bounce
+ * buffer unless buf, len and offset are aligned. With got NULL, a file that
+ * ends first is -FERRY_ETRUNCATED; else *got says how many bytes were read.
+ * Returns 0 or a negative code, with a message naming the file.
+ */
+int ferry__io_read_host(struct ferry__file *f, void *buf, size_t len, uint64_t offset,
+			size_t *got);
+
+/*
+ * Checks that f still holds the bytes it held when opened: same device,
+ * inode, size and modification time, and the same change time unless its
+ * link count changed (renaming another file over the path, or unlinking it,
+ * moves ctime but leaves an open file's bytes alone). Returns 0, or
+ * -FERRY_ECHANGED with a message naming the file and what changed.
+ */
+int ferry__io_check_unchanged(struct ferry__file *f);
 
 extern const struct ferry__io_ops ferry__io_posix;
 extern const struct ferry__io_ops ferry__io_uring; /* name NULL when built without liburing */

@@ -560,6 +560,7 @@ static int cufile_read(struct ferry__io *io, struct ferry__file *f, struct ferry
 const struct ferry__io_ops ferry__io_cufile = {
 	.name = "cufile",
 	.placement = FERRY__STAGE_DEVICE,
+	.depth = 1,
 	.init = cufile_init,
 	.fini = cufile_fini,
 	.describe = cufile_describe,

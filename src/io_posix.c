@@ -98,6 +98,7 @@ static int posix_read(struct ferry__io *io, struct ferry__file *f, struct ferry_
 const struct ferry__io_ops ferry__io_posix = {
 	.name = "posix",
 	.placement = FERRY__STAGE_PINNED,
+	.depth = 1,
 	.init = posix_init,
 	.fini = posix_fini,
 	.describe = posix_describe,

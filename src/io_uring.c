@@ -394,6 +394,7 @@ static int uring_read(struct ferry__io *io, struct ferry__file *f, struct ferry_
 const struct ferry__io_ops ferry__io_uring = {
 	.name = "uring",
 	.placement = FERRY__STAGE_PINNED,
+	.depth = URING_DEPTH,
 	.init = uring_init,
 	.fini = uring_fini,
 	.describe = uring_describe,

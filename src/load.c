@@ -13,7 +13,9 @@
 #include "common.h"
 #include "io_common.h"
 
-#define MAX_READS_PER_CALL 4 /* reads a thread submits at once (several in flight on uring) */
+/* Reads a thread submits at once, where the backend keeps several in flight:
+ * more buffers held per thread would only starve the other threads. */
+#define MAX_READS_PER_CALL 4
 
 struct planned_read {
 	uint64_t offset;   /* aligned file offset */
@@ -37,6 +39,7 @@ struct load_job {
 	char message[512]; /* its message, from the thread that hit it */
 	pthread_mutex_t lock;
 	struct ferry__ticket *ticket;   /* the caller's, or the load's own */
+	const struct ferry__load_opts *opts;
 	uint64_t bytes_read, reads;
 };
 
@@ -161,15 +164,35 @@ static int check_read(struct load_job *job, const struct planned_read *r, ssize_
 	return 0;
 }
 
+/*
+ * Leases up to n buffers: the first may wait, the others are taken only when
+ * free now. A thread never waits while it holds a buffer, so threads that
+ * each hold some buffers can never wait for each other's (the pool may be
+ * smaller than threads x reads per call). Returns 0 with *leased >= 1, or a
+ * negative code.
+ */
 static int lease_buffers(struct ferry__staging *stg, struct ferry__buf **bufs, unsigned n,
 			 unsigned *leased)
 {
-	for (*leased = 0; *leased < n; (*leased)++) {
-		int rc = ferry__staging_lease(stg, &bufs[*leased]);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	int rc = ferry__staging_lease(stg, &bufs[0]);
+	*leased = rc == 0;
+	while (rc == 0 && *leased < n && ferry__staging_try_lease(stg, &bufs[*leased]) == 0)
+		(*leased)++;
+	return rc;
+}
+
+/* Fails when a read of offset 0 holds other header bytes than the header the
+ * load was planned from (host staging only: device staging is not readable
+ * here, and the file's identity check covers it). */
+static int check_head(struct load_job *job, const struct planned_read *r, const void *data)
+{
+	const struct ferry__load_opts *o = job->opts;
+	if (r->offset != 0 || !o->head || job->ctx->io_ops->placement != FERRY__STAGE_PINNED)
+		return 0;
+	if (!memcmp(data, o->head, o->head_len))
+		return 0;
+	return ferry__fail(-FERRY_ECHANGED, "%s: changed while being read: its header is not the "
+			   "one the load was planned from", job->f->path);
 }
 
 static void count_reads(struct load_job *job, unsigned first, unsigned n)
@@ -179,43 +202,63 @@ static void count_reads(struct load_job *job, unsigned first, unsigned n)
 		__atomic_fetch_add(&job->bytes_read, job->plan->reads[first + i].len, __ATOMIC_RELAXED);
 }
 
-/* Leases a buffer per read, reads them all in one call, queues their copies. */
-static int run_reads(struct load_job *job, unsigned first, unsigned n)
+/* Reads r[0..n) into bufs in one call and queues their copies; every buffer
+ * is queued or given back. */
+static int read_and_queue(struct load_job *job, const struct planned_read *r,
+			  struct ferry__buf **bufs, unsigned n)
 {
 	struct ferry__staging *stg = job->ticket->stg;
-	struct ferry__buf *bufs[MAX_READS_PER_CALL];
 	struct ferry__io_req reqs[MAX_READS_PER_CALL];
-	const struct planned_read *r = &job->plan->reads[first];
-	unsigned leased, handed = 0;
-	int rc = lease_buffers(stg, bufs, n, &leased);
-	for (unsigned i = 0; rc == 0 && i < n; i++)
+	unsigned handed = 0;
+	for (unsigned i = 0; i < n; i++)
 		reqs[i] = (struct ferry__io_req){ .dst = bufs[i]->data, .len = r[i].len,
 						  .offset = r[i].offset };
-	if (rc == 0) {
-		rc = job->ctx->io_ops->read(job->ctx->io, job->f, reqs, n);
-		count_reads(job, first, n);
-	}
+	int rc = job->ctx->io_ops->read(job->ctx->io, job->f, reqs, n);
+	count_reads(job, (unsigned)(r - job->plan->reads), n);
 	while (rc == 0 && handed < n) {
-		if ((rc = check_read(job, &r[handed], reqs[handed].result)) < 0)
+		if ((rc = check_read(job, &r[handed], reqs[handed].result)) < 0 ||
+		    (rc = check_head(job, &r[handed], bufs[handed]->data)) < 0)
 			break;
 		rc = ferry__staging_queue(stg, bufs[handed], &job->plan->copies[r[handed].first],
 					  r[handed].n, job->ticket);
 		handed++; /* queued, or returned to the pool by a refused queue */
 	}
-	for (unsigned i = handed; i < leased; i++)
+	for (unsigned i = handed; i < n; i++)
 		ferry__staging_give_back(stg, bufs[i]);
 	return rc;
+}
+
+/* Reads as many of the next up-to-max reads as it can lease buffers for (at
+ * least one). Returns the number it ran, 0 when none is left, or a negative
+ * code. */
+static int run_some_reads(struct load_job *job, unsigned max)
+{
+	struct ferry__buf *bufs[MAX_READS_PER_CALL];
+	unsigned leased, first;
+	int rc = lease_buffers(job->ticket->stg, bufs, max, &leased);
+	if (rc < 0)
+		return rc;
+	unsigned n = take_reads(job, leased, &first);
+	for (unsigned i = n; i < leased; i++)
+		ferry__staging_give_back(job->ticket->stg, bufs[i]);
+	if (n == 0)
+		return 0;
+	rc = read_and_queue(job, &job->plan->reads[first], bufs, n);
+	return rc < 0 ? rc : (int)n;
 }
 
 static void load_worker(void *arg, unsigned index)
 {
 	struct load_job *job = arg;
-	unsigned depth = strcmp(job->ctx->io_ops->name, "uring") ? 1 : MAX_READS_PER_CALL;
-	unsigned first, n;
-	while (!job_failed(job) && (n = take_reads(job, depth, &first)) > 0) {
-		int rc = run_reads(job, first, n);
+	unsigned depth = job->ctx->io_ops->depth;
+	if (depth > MAX_READS_PER_CALL)
+		depth = MAX_READS_PER_CALL;
+	while (!job_failed(job) && __atomic_load_n(&job->next, __ATOMIC_RELAXED) < job->plan->nreads) {
+		int rc = run_some_reads(job, depth ? depth : 1);
 		if (rc < 0)
 			job_fail(job, rc);
+		if (rc <= 0)
+			break;
 	}
 }
 
@@ -229,33 +272,45 @@ static int finish_copies(struct load_job *job, int async)
 	return ferry__staging_wait(stg, job->ticket);
 }
 
+/* Runs the plan's reads on up to parallel threads; then checks that the file
+ * did not change under them. Returns the first error, or 0. */
+static int run_plan(struct load_job *job, unsigned parallel)
+{
+	if (parallel > job->plan->nreads)
+		parallel = job->plan->nreads;
+	ferry__pool_parallel(job->ctx->pool, parallel ? parallel : 1, load_worker, job);
+	if (!job->error) {
+		int rc = ferry__io_check_unchanged(job->f);
+		if (rc < 0)
+			job_fail(job, rc);
+	}
+	return job->error;
+}
+
 int ferry__load_ranges(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__range *ranges,
-		       unsigned n, unsigned parallel, struct ferry__ticket *async,
-		       struct ferry__load_stats *stats)
+		       unsigned n, const struct ferry__load_opts *opts)
 {
 	struct ferry__ticket own = { 0 };
-	struct ferry__ticket *ticket = async ? async : &own;
+	struct ferry__ticket *ticket = opts->async ? opts->async : &own;
 	if (!ticket->stg) /* a load continuing on an async ticket stays on its lane */
 		ticket->stg = ferry__ctx_lane(ctx);
 	struct plan plan = { 0 };
 	int rc = make_plan(ranges, n, ferry__staging_chunk_size(ticket->stg), f->path, &plan);
 	if (rc < 0 || plan.nreads == 0) {
 		free_plan(&plan);
-		return rc;
+		return rc < 0 ? rc : ferry__io_check_unchanged(f);
 	}
-	struct load_job job = { .ctx = ctx, .f = f, .plan = &plan, .ticket = ticket };
+	struct load_job job = { .ctx = ctx, .f = f, .plan = &plan, .ticket = ticket, .opts = opts };
 	pthread_mutex_init(&job.lock, NULL);
-	if (parallel > plan.nreads)
-		parallel = plan.nreads;
-	ferry__pool_parallel(ctx->pool, parallel ? parallel : 1, load_worker, &job);
-	int wait_rc = finish_copies(&job, async != NULL);
+	run_plan(&job, opts->parallel);
+	int wait_rc = finish_copies(&job, opts->async != NULL);
 	if (job.error)
 		rc = ferry__fail(job.error, "%s", job.message);
 	else if ((rc = wait_rc) < 0) /* the copy's error may have been seen on another thread */
 		ferry__fail(rc, "%s: copying to the device failed: %s", f->path, ferry_strerror(rc));
-	if (stats) {
-		stats->bytes_read += job.bytes_read;
-		stats->reads += job.reads;
+	if (opts->stats) {
+		opts->stats->bytes_read += job.bytes_read;
+		opts->stats->reads += job.reads;
 	}
 	pthread_mutex_destroy(&job.lock);
 	free_plan(&plan);

@@ -1,29 +1,16 @@
-/* .npy files: the header from the first bytes, the payload through load.c. */
+/* .npy files: the header from the first bytes, the payload through load.c.
+ * Every read goes through the one open file whose header was validated. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common.h"
 #include "convert.h"
+#include "io_common.h"
 #include "load.h"
 
 #define HEADER_PROBE 4096u
-
-/* Reads len bytes at offset 0 into an aligned buffer (O_DIRECT descriptors too). */
-static int read_prefix(struct ferry__file *f, void *buf, size_t len, size_t *got)
-{
-	ssize_t n;
-	do
-		n = pread(f->fd, buf, len, 0);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return ferry__fail(-errno, "%s: cannot read the header: %s", f->path, strerror(errno));
-	*got = (size_t)n;
-	return 0;
-}
 
 static int parse_prefix(struct ferry__file *f, const void *buf, size_t got,
 			struct ferry__npy_header *h)
@@ -41,25 +28,41 @@ static int parse_prefix(struct ferry__file *f, const void *buf, size_t got,
 	return rc < 0 ? ferry__fail(rc, "%s: %s", f->path, why) : 0;
 }
 
-int ferry__load_header(struct ferry__file *f, struct ferry__npy_header *h)
+size_t ferry__head_len(const struct ferry__npy_header *h)
+{
+	return h->data_offset < FERRY__HEAD_MAX ? (size_t)h->data_offset : FERRY__HEAD_MAX;
+}
+
+/* Parses the header from the first got bytes of f at buf, keeping its bytes. */
+static int parse_kept(struct ferry__file *f, const unsigned char *buf, size_t got,
+		      struct ferry__npy_header *h, unsigned char *head)
+{
+	int rc = parse_prefix(f, buf, got, h);
+	if (rc == 0 && head)
+		memcpy(head, buf, ferry__head_len(h));
+	return rc;
+}
+
+int ferry__load_header(struct ferry__file *f, struct ferry__npy_header *h,
+		       unsigned char head[FERRY__HEAD_MAX])
 {
 	_Alignas(4096) unsigned char probe[HEADER_PROBE];
 	size_t got;
-	int rc = read_prefix(f, probe, sizeof(probe), &got);
+	int rc = ferry__io_read_host(f, probe, sizeof(probe), 0, &got);
 	if (rc < 0)
 		return rc;
 	char why[160];
 	int64_t need = ferry__npy_header_length(probe, got, why, sizeof(why));
 	if (need < 0 || (uint64_t)need <= got)
-		return parse_prefix(f, probe, got, h);
+		return parse_kept(f, probe, got, h, head);
 	/* A long header (up to FERRY__NPY_MAX_HEADER): read it whole. */
 	size_t len = ((size_t)need + HEADER_PROBE - 1) / HEADER_PROBE * HEADER_PROBE;
-	void *big = ferry__aligned_alloc(HEADER_PROBE, len);
+	unsigned char *big = ferry__aligned_alloc(HEADER_PROBE, len);
 	if (!big)
 		return ferry__fail(-ENOMEM, "%s: out of memory reading the header", f->path);
-	rc = read_prefix(f, big, len, &got);
+	rc = ferry__io_read_host(f, big, len, 0, &got);
 	if (rc == 0)
-		rc = parse_prefix(f, big, got, h);
+		rc = parse_kept(f, big, got, h, head);
 	free(big);
 	return rc;
 }
@@ -83,31 +86,21 @@ static int layout_is_c(const struct ferry__npy_header *h)
 	return !h->fortran_order || long_axes <= 1;
 }
 
-static int read_all(const char *path, int fd, void *buf, uint64_t len, uint64_t offset)
+/* Converts raw (the file's payload) in place or into ordered, as h says. */
+static void convert_on_host(const struct ferry__npy_header *h, void *raw, void *ordered)
 {
-	for (uint64_t done = 0; done < len;) {
-		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(offset + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return ferry__fail(-errno, "%s: read at offset %llu: %s", path,
-					   (unsigned long long)(offset + done), strerror(errno));
-		if (n == 0)
-			return ferry__fail(-FERRY_ETRUNCATED, "%s: file ends at byte %llu, expected %llu",
-					   path, (unsigned long long)(offset + done),
-					   (unsigned long long)(offset + len));
-		done += (uint64_t)n;
-	}
-	return 0;
+	if (h->swap)
+		ferry__byteswap(raw, h->count, h->itemsize,
+				h->dtype == FERRY_COMPLEX64 || h->dtype == FERRY_COMPLEX128);
+	if (ordered)
+		ferry__fortran_to_c(ordered, raw, h->ndim, h->shape, h->itemsize);
 }
 
-/* Big-endian or Fortran-order payloads: read on the host, convert, copy over. */
+/* Big-endian or Fortran-order payloads: read from the same open file on the
+ * host, convert, copy over. */
 static int load_converted(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__npy_header *h,
 			  void *dst)
 {
-	int fd = open(f->path, O_RDONLY | O_CLOEXEC); /* buffered: any offset will do */
-	if (fd < 0)
-		return ferry__fail(-errno, "%s: %s", f->path, strerror(errno));
 	int rc = -ENOMEM;
 	char *raw = malloc(h->data_size), *ordered = NULL;
 	if (!raw || (!layout_is_c(h) && !(ordered = malloc(h->data_size)))) {
@@ -115,36 +108,34 @@ static int load_converted(ferry_ctx *ctx, struct ferry__file *f, const struct fe
 			    (unsigned long long)h->data_size);
 		goto out;
 	}
-	if ((rc = read_all(f->path, fd, raw, h->data_size, h->data_offset)) < 0)
-		goto out;
-	if (h->swap)
-		ferry__byteswap(raw, h->count, h->itemsize,
-				h->dtype == FERRY_COMPLEX64 || h->dtype == FERRY_COMPLEX128);
-	if (ordered)
-		ferry__fortran_to_c(ordered, raw, h->ndim, h->shape, h->itemsize);
-	rc = ferry_copy_to_device(ctx, dst, ordered ? ordered : raw, h->data_size);
+	rc = ferry__io_read_host(f, raw, h->data_size, h->data_offset, NULL);
+	if (rc == 0)
+		rc = ferry__io_check_unchanged(f);
 	if (rc < 0)
-		ferry__fail(rc, "%s: copy to the device failed: %s", f->path, ferry_last_error());
+		goto out;
+	convert_on_host(h, raw, ordered);
+	rc = ctx->dev->ops->copy_sync(ctx->dev, dst, ordered ? ordered : raw, h->data_size,
+				      FERRY__H2D);
+	if (rc < 0)
+		ferry__fail(rc, "%s: copy to the device failed: %s", f->path, ferry_strerror(rc));
 out:
 	free(raw);
 	free(ordered);
-	close(fd);
 	return rc;
 }
 
 int ferry__load_payload(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__npy_header *h,
-			void *dst, unsigned parallel, struct ferry__ticket *async,
-			struct ferry__load_stats *stats)
+			void *dst, const struct ferry__load_opts *opts)
 {
 	if (h->data_size == 0)
-		return 0;
+		return ferry__io_check_unchanged(f);
 	if (h->swap || !layout_is_c(h)) {
-		if (stats) {
-			stats->bytes_read += h->data_size;
-			stats->reads++;
+		if (opts->stats) {
+			opts->stats->bytes_read += h->data_size;
+			opts->stats->reads++;
 		}
 		return load_converted(ctx, f, h, dst);
 	}
 	struct ferry__range range = { .offset = h->data_offset, .len = h->data_size, .dst = dst };
-	return ferry__load_ranges(ctx, f, &range, 1, parallel, async, stats);
+	return ferry__load_ranges(ctx, f, &range, 1, opts);
 }

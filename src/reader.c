@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -43,6 +44,7 @@ struct slot {
 	char *msg;              /* the error's message (names the file) */
 	struct ferry__file *f;
 	struct ferry__npy_header h;
+	unsigned char head[FERRY__HEAD_MAX]; /* the bytes h was parsed from */
 	struct ferry__region rg;
 	uint64_t nbytes;
 	size_t offset;          /* in the batch's memory */
@@ -68,13 +70,16 @@ struct ferry_batch {
 	struct ferry__stream *stream; /* fills and scratch copies */
 	int error;
 	char *msg;
+	int skip_error;              /* the last skipped file's error, and its message */
+	char *skip_msg;
 	uint64_t bytes_read, bytes_delivered, skipped, real;
 };
 
+/* A parsed header, valid while the file is the one it was read from. */
 struct header_entry {
-	uint64_t size;
-	int64_t mtime_ns;
+	struct ferry__file_id id;
 	struct ferry__npy_header h;
+	unsigned char head[]; /* the header's first ferry__head_len(&h) bytes */
 };
 
 struct ferry_reader {
@@ -105,6 +110,10 @@ struct ferry_reader {
 
 	struct ferry_epoch_info info;
 	struct ferry_reader_stats stats;
+
+	/* The epoch callers are taking batches of, and how many samples it gave. */
+	uint64_t consume_epoch, consume_delivered;
+	int consume_started;
 
 	pthread_mutex_t cache_lock;
 	struct header_entry **cache;  /* one per file, parsed on first use */
@@ -153,32 +162,47 @@ static int slot_live(const struct slot *s)
 
 /* ---- the header cache ---- */
 
-static int cached_header(struct ferry_reader *r, uint64_t file, struct ferry__file *f,
-			 struct ferry__npy_header *h)
+/* A hit needs the same file (device, inode) in the same state (size, mtime,
+ * ctime); the header bytes are checked again against the payload's first read. */
+static int cache_lookup(struct ferry_reader *r, uint64_t file, const struct ferry__file *f,
+			struct ferry__npy_header *h, unsigned char *head)
 {
-	struct header_entry *e;
-	int rc;
-
-	if (r->cache_on) {
-		pthread_mutex_lock(&r->cache_lock);
-		e = r->cache[file];
-		int hit = e && e->size == f->size && e->mtime_ns == f->mtime_ns;
-		if (hit)
-			*h = e->h;
-		pthread_mutex_unlock(&r->cache_lock);
-		if (hit)
-			return 0;
-	}
-	rc = ferry__load_header(f, h);
-	if (rc < 0 || !r->cache_on)
-		return rc;
 	pthread_mutex_lock(&r->cache_lock);
-	if (!r->cache[file])
-		r->cache[file] = malloc(sizeof(struct header_entry));
-	if (r->cache[file])
-		*r->cache[file] = (struct header_entry){ f->size, f->mtime_ns, *h };
+	struct header_entry *e = r->cache[file];
+	int hit = e && !memcmp(&e->id, &f->id, sizeof(e->id));
+	if (hit) {
+		*h = e->h;
+		memcpy(head, e->head, ferry__head_len(h));
+	}
 	pthread_mutex_unlock(&r->cache_lock);
-	return 0;
+	return hit;
+}
+
+static void cache_store(struct ferry_reader *r, uint64_t file, const struct ferry__file *f,
+			const struct ferry__npy_header *h, const unsigned char *head)
+{
+	size_t len = ferry__head_len(h);
+	struct header_entry *e = malloc(sizeof(*e) + len);
+	if (!e)
+		return; /* no entry: the next read parses again */
+	e->id = f->id;
+	e->h = *h;
+	memcpy(e->head, head, len);
+	pthread_mutex_lock(&r->cache_lock);
+	free(r->cache[file]);
+	r->cache[file] = e;
+	pthread_mutex_unlock(&r->cache_lock);
+}
+
+static int cached_header(struct ferry_reader *r, uint64_t file, struct ferry__file *f,
+			 struct ferry__npy_header *h, unsigned char *head)
+{
+	if (r->cache_on && cache_lookup(r, file, f, h, head))
+		return 0;
+	int rc = ferry__load_header(f, h, head);
+	if (rc == 0 && r->cache_on)
+		cache_store(r, file, f, h, head);
+	return rc;
 }
 
 /* ---- loading one batch (on pool threads) ---- */
@@ -220,7 +244,7 @@ static void open_slot(struct ferry_batch *b, struct slot *s)
 		return;
 	rc = r->ctx->io_ops->open(r->ctx->io, path, flags, &s->f);
 	if (rc == 0)
-		rc = cached_header(r, s->file, s->f, &s->h);
+		rc = cached_header(r, s->file, s->f, &s->h, s->head);
 	if (rc == 0)
 		rc = ferry__roi_resolve(&r->roi, s->h.ndim, s->h.shape, path, &s->rg);
 	if (rc < 0) {
@@ -254,6 +278,9 @@ static int settle_slots(struct ferry_batch *b)
 		}
 		slot_close(r, s);
 		s->skipped = 1;
+		b->skip_error = s->error;
+		free(b->skip_msg);
+		b->skip_msg = s->msg ? strdup(s->msg) : NULL;
 		s->error = 0;
 		b->skipped++;
 	}
@@ -368,6 +395,8 @@ static int read_runs(struct ferry_batch *b, struct slot *s, char *dst,
 		     const struct ferry__run *runs, int64_t n)
 {
 	struct ferry__range *ranges = malloc((size_t)n * sizeof(*ranges));
+	struct ferry__load_opts opts = { .parallel = b->parallel, .stats = &s->stats,
+					 .head = s->head, .head_len = ferry__head_len(&s->h) };
 	int rc;
 
 	if (!ranges)
@@ -376,7 +405,7 @@ static int read_runs(struct ferry_batch *b, struct slot *s, char *dst,
 		ranges[k] = (struct ferry__range){ .offset = s->h.data_offset + runs[k].src,
 						   .len = runs[k].len,
 						   .dst = dst + runs[k].dst };
-	rc = ferry__load_ranges(b->r->ctx, s->f, ranges, (unsigned)n, b->parallel, NULL, &s->stats);
+	rc = ferry__load_ranges(b->r->ctx, s->f, ranges, (unsigned)n, &opts);
 	free(ranges);
 	return rc;
 }
@@ -387,17 +416,17 @@ static int copy_runs_via_scratch(struct ferry_batch *b, struct slot *s, char *ds
 				 const struct ferry__run *runs, int64_t n)
 {
 	struct ferry__device *dev = b->r->dev;
-	unsigned par = b->parallel;
+	struct ferry__load_opts opts = { .parallel = b->parallel, .stats = &s->stats };
 	void *scratch;
 	int rc;
 
 	if (n == 1 && runs[0].src == 0 && runs[0].dst == 0 && runs[0].len == s->h.data_size)
-		return ferry__load_payload(b->r->ctx, s->f, &s->h, dst, par, NULL, &s->stats);
+		return ferry__load_payload(b->r->ctx, s->f, &s->h, dst, &opts);
 	rc = dev->ops->mem_alloc(dev, s->h.data_size, &scratch);
 	if (rc < 0)
 		return ferry__fail(rc, "reader: cannot allocate %llu bytes of scratch memory",
 				   (unsigned long long)s->h.data_size);
-	rc = ferry__load_payload(b->r->ctx, s->f, &s->h, scratch, par, NULL, &s->stats);
+	rc = ferry__load_payload(b->r->ctx, s->f, &s->h, scratch, &opts);
 	for (int64_t k = 0; rc == 0 && k < n; k++)
 		rc = dev->ops->copy_async(dev, b->stream, dst + runs[k].dst,
 					  (char *)scratch + runs[k].src, runs[k].len, FERRY__D2D);
@@ -581,6 +610,7 @@ static void free_batch(struct ferry_reader *r, struct ferry_batch *b)
 	free(b->slots);
 	free(b->out);
 	free(b->msg);
+	free(b->skip_msg);
 	free(b);
 }
 
@@ -673,9 +703,10 @@ static int schedule_one(struct ferry_reader *r)
 	b->epoch = r->next_epoch;
 	b->index = r->next_index;
 	b->info = epoch_info_of_order(r);
-	b->error = 0;
+	b->error = b->skip_error = 0;
 	free(b->msg);
-	b->msg = NULL;
+	free(b->skip_msg);
+	b->msg = b->skip_msg = NULL;
 	b->state = BATCH_LOADING;
 	enqueue(r, b);
 	if (++r->next_index == b->info.batches) {
@@ -723,26 +754,68 @@ static void account_locked(struct ferry_reader *r, const struct ferry_batch *b)
 	r->info = b->info;
 }
 
-/* Takes the oldest batch once it has loaded; NULL at the end. */
-static int pop_loaded_locked(struct ferry_reader *r, struct ferry_batch **out)
+/* Waits for a batch to finish loading, until deadline (0: no deadline).
+ * Returns 0 or -ETIMEDOUT. */
+static int wait_loaded(struct ferry_reader *r, const struct timespec *deadline)
 {
-	int rc = top_up(r, r->depth + 1);
-	struct ferry_batch *b;
-
-	*out = NULL;
-	if (rc < 0)
-		return rc;
-	if (!r->queue_head)
-		return 0;
-	while (r->queue_head->state == BATCH_LOADING)
+	if (!deadline) {
 		pthread_cond_wait(&r->loaded, &r->lock);
-	b = dequeue(r);
-	rc = top_up(r, r->depth);
-	*out = b;
+		return 0;
+	}
+	return -pthread_cond_timedwait(&r->loaded, &r->lock, deadline);
+}
+
+/* Takes the oldest batch once it has loaded; NULL at the end. Several callers
+ * may wait at once: each takes a different batch. */
+static int pop_loaded_locked(struct ferry_reader *r, struct ferry_batch **out,
+			     const struct timespec *deadline)
+{
+	*out = NULL;
+	for (;;) {
+		int rc = top_up(r, r->depth + 1);
+		if (rc < 0 || !r->queue_head)
+			return rc;
+		if (r->queue_head->state != BATCH_LOADING)
+			break;
+		if (wait_loaded(r, deadline) == -ETIMEDOUT)
+			return -ETIMEDOUT;
+	}
+	*out = dequeue(r);
+	return top_up(r, r->depth);
+}
+
+/* Notes what an epoch delivered; a skipped batch that ends an epoch in which
+ * nothing was delivered is an error, or a reader of bad files would spin. */
+static int note_epoch_progress(struct ferry_reader *r, const struct ferry_batch *b)
+{
+	if (b->epoch != r->consume_epoch || !r->consume_started) {
+		r->consume_epoch = b->epoch;
+		r->consume_started = 1;
+		r->consume_delivered = 0;
+	}
+	r->consume_delivered += b->nout;
+	if (b->nout || b->index + 1 < b->info.batches || r->consume_delivered)
+		return 0;
+	return ferry__fail(b->skip_error ? b->skip_error : -FERRY_EFORMAT,
+			   "reader: epoch %llu delivered no sample: every file was skipped (the "
+			   "last: %s)", (unsigned long long)b->epoch,
+			   b->skip_msg ? b->skip_msg : "no message");
+}
+
+/* Hands b's error to the caller and recycles b. Lock held on entry, not on return. */
+static int return_error_unlock(struct ferry_reader *r, struct ferry_batch *b)
+{
+	int rc = b->error;
+	char *msg = b->msg;
+	b->msg = NULL;
+	recycle_locked(r, b);
+	pthread_mutex_unlock(&r->lock);
+	ferry__fail(rc, "%s", msg ? msg : ferry_strerror(rc));
+	free(msg);
 	return rc;
 }
 
-int ferry_reader_next(ferry_reader *r, ferry_batch **out)
+static int next_batch(ferry_reader *r, ferry_batch **out, const struct timespec *deadline)
 {
 	struct ferry_batch *b;
 	int rc;
@@ -750,22 +823,17 @@ int ferry_reader_next(ferry_reader *r, ferry_batch **out)
 	*out = NULL;
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
-		rc = pop_loaded_locked(r, &b);
+		rc = pop_loaded_locked(r, &b, deadline);
 		if (!b)
 			break;
 		account_locked(r, b);
-		if (b->error) {
-			rc = b->error;
-			char *msg = b->msg;
-			b->msg = NULL;
-			recycle_locked(r, b);
-			pthread_mutex_unlock(&r->lock);
-			ferry__fail(rc, "%s", msg ? msg : ferry_strerror(rc));
-			free(msg);
-			return rc;
-		}
+		if (b->error)
+			return return_error_unlock(r, b);
+		rc = note_epoch_progress(r, b);
 		if (b->nout == 0) {  /* every file of it was skipped */
 			recycle_locked(r, b);
+			if (rc < 0)
+				break;
 			continue;
 		}
 		b->state = BATCH_HELD;
@@ -775,7 +843,28 @@ int ferry_reader_next(ferry_reader *r, ferry_batch **out)
 	pthread_mutex_unlock(&r->lock);
 	if (rc < 0)
 		return rc;
-	return *out ? 0 : -FERRY_EEND;
+	return *out ? 0 : ferry__fail(-FERRY_EEND, "reader: no more batches");
+}
+
+int ferry_reader_next(ferry_reader *r, ferry_batch **out)
+{
+	return next_batch(r, out, NULL);
+}
+
+int ferry_reader_next_timeout(ferry_reader *r, ferry_batch **out, int timeout_ms)
+{
+	struct timespec deadline;
+
+	if (timeout_ms < 0)
+		return next_batch(r, out, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (deadline.tv_nsec >= 1000000000) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000;
+	}
+	return next_batch(r, out, &deadline);
 }
 
 /* ---- batches ---- */
@@ -874,6 +963,23 @@ static unsigned default_threads(const ferry_ctx *ctx)
 	return cores < 1 ? 1 : cores > 8 ? 8 : (unsigned)cores;
 }
 
+static int check_limit(const char *name, unsigned long v, unsigned long max)
+{
+	if (v <= max)
+		return 0;
+	return ferry__fail(-FERRY_ECONFIG, "reader: %s %lu: expected at most %lu", name, v, max);
+}
+
+static int check_limits(const struct ferry_reader_config *cfg)
+{
+	int rc = check_limit("batch_size", cfg->batch_size, FERRY_BATCH_MAX);
+	if (rc == 0)
+		rc = check_limit("threads", cfg->threads, FERRY_THREADS_MAX);
+	if (rc == 0)
+		rc = check_limit("prefetch_depth", cfg->prefetch_depth, FERRY_PREFETCH_MAX);
+	return rc;
+}
+
 static int apply_config(struct ferry_reader *r, const struct ferry_reader_config *cfg)
 {
 	int rc = ferry__resolve_shards(cfg->shard_id, cfg->num_shards, &r->shard, &r->nshards);
@@ -884,6 +990,8 @@ static int apply_config(struct ferry_reader *r, const struct ferry_reader_config
 		return rc;
 	if (cfg->on_error != FERRY_ON_ERROR_STOP && cfg->on_error != FERRY_ON_ERROR_SKIP)
 		return ferry__fail(-FERRY_ECONFIG, "reader: on_error must be stop or skip");
+	if ((rc = check_limits(cfg)) < 0)
+		return rc;
 	r->batch_size = cfg->batch_size ? cfg->batch_size : 1;
 	r->threads = cfg->threads ? cfg->threads : default_threads(r->ctx);
 	r->depth = cfg->prefetch_depth ? cfg->prefetch_depth : 2;
@@ -922,7 +1030,11 @@ int ferry_reader_open(ferry_ctx *ctx, const struct ferry_reader_config *cfg, fer
 	r->dev = ctx->dev;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->cache_lock, NULL);
-	pthread_cond_init(&r->loaded, NULL);
+	pthread_condattr_t monotonic;
+	pthread_condattr_init(&monotonic);
+	pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->loaded, &monotonic);
+	pthread_condattr_destroy(&monotonic);
 	rc = apply_config(r, cfg);
 	if (rc == 0)
 		rc = ferry__dataset_list(cfg, &r->ds);

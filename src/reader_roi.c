@@ -54,6 +54,21 @@ static void copy_values(struct ferry__roi_spec *spec, const struct ferry_reader_
 		memcpy(spec->shape_rel, cfg->roi_shape_rel, n * sizeof(double));
 }
 
+/* Relative values are finite fractions of an extent. */
+static int check_relative(const struct ferry__roi_spec *spec)
+{
+	static const char *const names[] = { "roi_start_rel", "roi_end_rel", "roi_shape_rel" };
+	const double *values[] = { spec->has_start == 2 ? spec->start_rel : NULL,
+				   spec->has_end == 2 ? spec->end_rel : NULL,
+				   spec->has_shape == 2 ? spec->shape_rel : NULL };
+	for (int a = 0; a < 3; a++)
+		for (int k = 0; values[a] && k < spec->n; k++)
+			if (!isfinite(values[a][k]))
+				return ferry__fail(-FERRY_ECONFIG, "reader: %s[%d] is %g: relative "
+						   "values must be finite", names[a], k, values[a][k]);
+	return 0;
+}
+
 int ferry__roi_spec_from_config(const struct ferry_reader_config *cfg,
 				struct ferry__roi_spec *spec)
 {
@@ -82,7 +97,23 @@ int ferry__roi_spec_from_config(const struct ferry_reader_config *cfg,
 		for (int k = 0; k < spec->n; k++)
 			if (cfg->roi_shape[k] < 0)
 				return spec_fail("roi_shape values must not be negative");
-	return spec_axes(cfg, spec);
+	int rc = check_relative(spec);
+	return rc < 0 ? rc : spec_axes(cfg, spec);
+}
+
+/* Coordinates a relative value may round to: far past any extent, and far
+ * from where llround stops being defined. */
+#define REL_LIMIT 4611686018427387904.0 /* 2^62 */
+
+/* Rounds x to the nearest integer. Returns 0, or -FERRY_EBOUNDS when x is not
+ * a coordinate (non-finite, or beyond 2^62). */
+static int round_coordinate(double x, int axis, const char *path, int64_t *out)
+{
+	if (!(fabs(x) < REL_LIMIT))
+		return ferry__fail(-FERRY_EBOUNDS, "%s: relative roi on axis %d gives %g, not a "
+				   "coordinate", path, axis, x);
+	*out = llround(x);
+	return 0;
 }
 
 /* The unrounded start of ROI value k on an axis of extent ext. */
@@ -95,22 +126,32 @@ static double start_value(const struct ferry__roi_spec *spec, int k, int64_t ext
 	return 0;
 }
 
-/* The end of ROI value k (exclusive), given the unrounded start. */
-static int64_t end_value(const struct ferry__roi_spec *spec, int k, int64_t ext, double start)
+/* The end of ROI value k (exclusive) as a real number, given the unrounded
+ * start, when it is relative; *exact gets it when it is absolute. */
+static int end_is_exact(const struct ferry__roi_spec *spec, int k, int64_t ext, int64_t begin,
+			int64_t *exact)
 {
 	if (spec->has_end == 1)
-		return spec->end[k];
-	if (spec->has_end == 2)
-		return llround(spec->end_rel[k] * (double)ext);
-	if (spec->has_shape == 1) {
-		int64_t end;
-		if (__builtin_add_overflow(llround(start), spec->shape[k], &end))
-			return INT64_MAX; /* past any extent: the policy or the size check refuses it */
-		return end;
-	}
-	if (spec->has_shape == 2)
-		return llround(start + spec->shape_rel[k] * (double)ext);
-	return ext;
+		*exact = spec->end[k];
+	else if (spec->has_shape == 1 && __builtin_add_overflow(begin, spec->shape[k], exact))
+		*exact = INT64_MAX; /* past any extent: the policy or the size check refuses it */
+	else if (spec->has_end == 0 && spec->has_shape == 0)
+		*exact = ext;
+	return spec->has_end != 2 && spec->has_shape != 2;
+}
+
+/* [begin, end) of ROI value k on axis ax of extent ext, before the policy. */
+static int axis_range(const struct ferry__roi_spec *spec, int k, int64_t ext, const char *path,
+		      int64_t *begin, int64_t *end)
+{
+	int ax = spec->axes[k];
+	double s = start_value(spec, k, ext);
+	int rc = round_coordinate(s, ax, path, begin);
+	if (rc < 0 || end_is_exact(spec, k, ext, *begin, end))
+		return rc;
+	double e = spec->has_end == 2 ? spec->end_rel[k] * (double)ext
+				      : s + spec->shape_rel[k] * (double)ext;
+	return round_coordinate(e, ax, path, end);
 }
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
@@ -158,9 +199,10 @@ int ferry__roi_resolve(const struct ferry__roi_spec *spec, int ndim, const int64
 		if (ax >= ndim)
 			return ferry__fail(-FERRY_ECONFIG, "%s: roi names axis %d; the array has rank %d",
 					   path, ax, ndim);
-		double s = start_value(spec, k, shape[ax]);
-		int64_t begin = llround(s), end = end_value(spec, k, shape[ax], s);
-		int rc = apply_policy(spec, ax, shape[ax], &begin, &end, path);
+		int64_t begin = 0, end = 0;
+		int rc = axis_range(spec, k, shape[ax], path, &begin, &end);
+		if (rc == 0)
+			rc = apply_policy(spec, ax, shape[ax], &begin, &end, path);
 		if (rc < 0)
 			return rc;
 		out->start[ax] = begin;
