@@ -104,6 +104,46 @@ static void npy_clear_reason(char *why, size_t why_len)
 		why[0] = '\0';
 }
 
+/* Room for a quoted excerpt of the header in a reason, with its NUL. */
+#define NPY_QUOTE_MAX 56
+
+/* Writes byte c as a reason shows it into esc: printable ASCII as is, a
+ * backslash or quote escaped, anything else as \xNN. Returns its length. */
+static size_t npy_escape_byte(unsigned char c, char esc[5])
+{
+	if (c == '\\' || c == '\'' || c == '"')
+		return (size_t)snprintf(esc, 5, "\\%c", c);
+	if (c >= 0x20 && c < 0x7f)
+		return (size_t)snprintf(esc, 5, "%c", c);
+	return (size_t)snprintf(esc, 5, "\\x%02x", c);
+}
+
+/* Escapes the n bytes at s into out (NPY_QUOTE_MAX bytes), so that header text
+ * quoted in a reason holds no control or non-ASCII byte; an excerpt too long is
+ * cut at a whole escape and ends with "...". Returns out. */
+static const char *npy_quote(char out[NPY_QUOTE_MAX], const char *s, size_t n)
+{
+	size_t total = 0, used = 0, i, len;
+	char esc[5];
+
+	for (i = 0; i < n && total < NPY_QUOTE_MAX; i++)
+		total += npy_escape_byte((unsigned char)s[i], esc);
+	/* All of it fits with its NUL, or leave room for "..." and the NUL. */
+	size_t room = total < NPY_QUOTE_MAX ? NPY_QUOTE_MAX - 1 : NPY_QUOTE_MAX - 4;
+	for (i = 0; i < n; i++) {
+		len = npy_escape_byte((unsigned char)s[i], esc);
+		if (used + len > room)
+			break;
+		memcpy(out + used, esc, len);
+		used += len;
+	}
+	if (i < n)
+		memcpy(out + used, "...", 4);
+	else
+		out[used] = '\0';
+	return out;
+}
+
 /* ---- the prefix: magic, version, length ---- */
 
 /* Returns the little-endian unsigned integer of n bytes at p. */
@@ -201,14 +241,24 @@ static void npy_skip_space(struct npy_parser *ps)
 		ps->p++;
 }
 
-/* Returns the length of the token at p (up to a delimiter, at most 24), for reasons. */
+/* Returns the length of the token at p (up to a delimiter, at most
+ * NPY_QUOTE_MAX: npy_quote cuts anything longer), for reasons. */
 static int npy_token_len(const struct npy_parser *ps)
 {
 	int n = 0;
-	while (ps->p + n < ps->end && n < 24 && !npy_is_space(ps->p[n]) &&
+	while (ps->p + n < ps->end && n < NPY_QUOTE_MAX && !npy_is_space(ps->p[n]) &&
 	       !memchr(",:)}]", ps->p[n], 5))
 		n++;
 	return n;
+}
+
+/* Returns the token at p (at least its first byte, when there is one) quoted
+ * for a reason by npy_quote, in q. */
+static const char *npy_token(const struct npy_parser *ps, char q[NPY_QUOTE_MAX])
+{
+	int n = npy_token_len(ps);
+
+	return npy_quote(q, ps->p, n || ps->p >= ps->end ? (size_t)n : 1);
 }
 
 /* Parses a quoted string (what names it in reasons); a backslash keeps the next
@@ -265,7 +315,7 @@ static int npy_decode_descr(struct npy_parser *ps, const char *s, size_t n)
 {
 	size_t i = 0;
 	unsigned size = 0;
-	int dn = n > 32 ? 32 : (int)n;
+	char q[NPY_QUOTE_MAX];
 
 	ps->byteorder = '=';
 	if (n > 0 && memchr("<>|=", s[0], 4)) {
@@ -273,7 +323,7 @@ static int npy_decode_descr(struct npy_parser *ps, const char *s, size_t n)
 		i = 1;
 	}
 	if (i < n && s[i] == 'O')
-		return NPY_UNSUPPORTED(ps, "object dtype '%.*s' is not supported", dn, s);
+		return NPY_UNSUPPORTED(ps, "object dtype '%s' is not supported", npy_quote(q, s, n));
 	if (i + 1 < n && n - i <= 3) {
 		size_t k;
 		for (k = i + 1; k < n && npy_is_digit(s[k]); k++)
@@ -282,7 +332,7 @@ static int npy_decode_descr(struct npy_parser *ps, const char *s, size_t n)
 			ps->dtype = npy_dtype_by_kind(s[i], size);
 	}
 	if (!ps->dtype)
-		return NPY_UNSUPPORTED(ps, "dtype '%.*s' is not supported", dn, s);
+		return NPY_UNSUPPORTED(ps, "dtype '%s' is not supported", npy_quote(q, s, n));
 	return 0;
 }
 
@@ -308,6 +358,7 @@ static int npy_parse_descr(struct npy_parser *ps)
 /* Parses the value of 'fortran_order'. Returns 0 or -FERRY_EFORMAT. */
 static int npy_parse_bool(struct npy_parser *ps)
 {
+	char q[NPY_QUOTE_MAX];
 	int n = 0;
 
 	while (ps->p + n < ps->end && npy_is_word(ps->p[n]))
@@ -317,8 +368,8 @@ static int npy_parse_bool(struct npy_parser *ps)
 	else if (n == 5 && !memcmp(ps->p, "False", 5))
 		ps->fortran_order = 0;
 	else
-		return NPY_FORMAT_ERROR(ps, "'fortran_order' must be True or False, not '%.*s'",
-					npy_token_len(ps), ps->p);
+		return NPY_FORMAT_ERROR(ps, "'fortran_order' must be True or False, not '%s'",
+					npy_token(ps, q));
 	ps->p += n;
 	return 0;
 }
@@ -327,11 +378,11 @@ static int npy_parse_bool(struct npy_parser *ps)
 static int npy_parse_dim(struct npy_parser *ps, int64_t *dim)
 {
 	const char *start = ps->p;
+	char q[NPY_QUOTE_MAX];
 	int64_t v = 0;
 
 	if (npy_peek(ps) == '-')
-		return NPY_FORMAT_ERROR(ps, "negative dimension '%.*s' in 'shape'",
-					npy_token_len(ps), ps->p);
+		return NPY_FORMAT_ERROR(ps, "negative dimension '%s' in 'shape'", npy_token(ps, q));
 	while (npy_is_digit(npy_peek(ps))) {
 		int d = *ps->p++ - '0';
 		if (v > (INT64_MAX - d) / 10)
@@ -345,8 +396,8 @@ static int npy_parse_dim(struct npy_parser *ps, int64_t *dim)
 		ps->p = start;
 		if (!npy_token_len(ps))
 			return NPY_FORMAT_ERROR(ps, "expected a dimension in 'shape'");
-		return NPY_FORMAT_ERROR(ps, "non-integer dimension '%.*s' in 'shape'",
-					npy_token_len(ps), ps->p);
+		return NPY_FORMAT_ERROR(ps, "non-integer dimension '%s' in 'shape'",
+					npy_token(ps, q));
 	}
 	*dim = v;
 	return 0;
@@ -403,6 +454,7 @@ static enum npy_key npy_find_key(const char *s, size_t n)
 /* Parses "'key': value". Returns 0 or -FERRY_EFORMAT. */
 static int npy_parse_entry(struct npy_parser *ps)
 {
+	char q[NPY_QUOTE_MAX];
 	const char *s;
 	size_t n;
 	enum npy_key key;
@@ -411,7 +463,7 @@ static int npy_parse_entry(struct npy_parser *ps)
 		return -FERRY_EFORMAT;
 	key = npy_find_key(s, n);
 	if (key == NPY_KEYS)
-		return NPY_FORMAT_ERROR(ps, "unknown key '%.*s'", n > 32 ? 32 : (int)n, s);
+		return NPY_FORMAT_ERROR(ps, "unknown key '%s'", npy_quote(q, s, n));
 	if (ps->seen[key]++)
 		return NPY_FORMAT_ERROR(ps, "duplicate key '%s'", npy_key_names[key]);
 	npy_skip_space(ps);
@@ -429,6 +481,8 @@ static int npy_parse_entry(struct npy_parser *ps)
 /* Parses the entries between '{' and '}'. Returns 0 or -FERRY_EFORMAT. */
 static int npy_parse_entries(struct npy_parser *ps)
 {
+	char q[NPY_QUOTE_MAX];
+
 	for (;;) {
 		npy_skip_space(ps);
 		if (npy_peek(ps) == '}')
@@ -443,8 +497,8 @@ static int npy_parse_entries(struct npy_parser *ps)
 		else if (npy_peek(ps) < 0)
 			return NPY_FORMAT_ERROR(ps, "dict not closed (missing '}')");
 		else if (npy_peek(ps) != '}')
-			return NPY_FORMAT_ERROR(ps, "expected ',' or '}' in dict, not '%.*s'",
-						npy_token_len(ps) ? npy_token_len(ps) : 1, ps->p);
+			return NPY_FORMAT_ERROR(ps, "expected ',' or '}' in dict, not '%s'",
+						npy_token(ps, q));
 	}
 	ps->p++;
 	return 0;
@@ -453,6 +507,8 @@ static int npy_parse_entries(struct npy_parser *ps)
 /* Parses the whole dict and the padding after it. Returns 0 or -FERRY_EFORMAT. */
 static int npy_parse_dict(struct npy_parser *ps)
 {
+	char q[NPY_QUOTE_MAX];
+
 	npy_skip_space(ps);
 	if (npy_peek(ps) != '{')
 		return NPY_FORMAT_ERROR(ps, "header is not a dict (no '{')");
@@ -461,8 +517,7 @@ static int npy_parse_dict(struct npy_parser *ps)
 		return -FERRY_EFORMAT;
 	npy_skip_space(ps);
 	if (ps->p != ps->end)
-		return NPY_FORMAT_ERROR(ps, "unexpected '%.*s' after the dict",
-					npy_token_len(ps) ? npy_token_len(ps) : 1, ps->p);
+		return NPY_FORMAT_ERROR(ps, "unexpected '%s' after the dict", npy_token(ps, q));
 	for (int k = 0; k < NPY_KEYS; k++)
 		if (!ps->seen[k])
 			return NPY_FORMAT_ERROR(ps, "missing key '%s'", npy_key_names[k]);

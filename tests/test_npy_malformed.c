@@ -220,6 +220,41 @@ static void add_unsupported_cases(void)
 		 F, "negative dimension");
 }
 
+/* Header text quoted in a reason is escaped: ESC, a newline (kept in a string
+ * by a backslash), bytes >= 0x80 and quotes never reach a terminal raw. */
+static void add_escape_cases(void)
+{
+	char descr[300] = "'";
+
+	add_values("descr-esc", "'\x1b[2J<f4'", "False", "(3,)", U,
+		   "dtype '\\x1b[2J<f4' is not supported");
+	add_values("descr-newline", "'<f4\\\n'", "False", "(3,)", U,
+		   "dtype '<f4\\\\\\x0a' is not supported");
+	add_values("descr-high-bytes", "'<f4\xc3\xa9\xff\x9b'", "False", "(3,)", U,
+		   "dtype '<f4\\xc3\\xa9\\xff\\x9b' is not supported");
+	add_values("descr-quote", "\"<f4'x\"", "False", "(3,)", U, "dtype '<f4\\'x'");
+	add_values("object-esc", "'|O\x1b'", "False", "(3,)", U, "object dtype '|O\\x1b'");
+	add_dict("key-esc", 1, "{'\x1b]0;title\x07': 1, 'descr': '<f4', }", F,
+		 "unknown key '\\x1b]0;title\\x07'");
+	add_values("bool-esc", "'<f4'", "\x1b[31mTrue", "(3,)", F,
+		   "must be True or False, not '\\x1b[31mTrue'");
+	add_values("dim-high-byte", "'<f4'", "False", "(\xff" "3,)", F,
+		   "non-integer dimension '\\xff3'");
+	add_values("dim-negative-esc", "'<f4'", "False", "(-\x1b\x7f,)", F,
+		   "negative dimension '-\\x1b\\x7f'");
+	add_dict("in-dict-esc", 1, "{'descr': '<f4' \x9b" "2J, }", F,
+		 "expected ',' or '}' in dict, not '\\x9b2J'");
+	add_dict("after-dict-esc", 1, GOOD " \x1b[0m", F, "unexpected '\\x1b[0m' after the dict");
+	/* A long excerpt is cut at a whole escape, with "...", so the reason fits. */
+	memset(descr + 1, 0x1b, 200);
+	strcpy(descr + 201, "'");
+	add_values("descr-long-esc", descr, "False", "(3,)", U,
+		   "dtype '\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b..."
+		   "' is not supported");
+	add_values("bool-long", "'<f4'", "False_is_not_a_python_literal_at_all_and_goes_on_for_long",
+		   "(3,)", F, "not 'False_is_not_a_python_literal_at_all_and_goes_on_for...'");
+}
+
 static void add_version_cases(void)
 {
 	/* numpy filters Python 2's 3L only in versions 1.0 and 2.0. */
@@ -269,10 +304,22 @@ static int check_file(const unsigned char *bytes, size_t len, char *why, size_t 
 	return ferry__npy_check_size(&h, len, why, why_len);
 }
 
+/* A reason is printable ASCII (header text quoted in it is escaped) and fits
+ * the loader's 160-byte buffer (src/load_npy.c). */
+static void expect_clean_reason(const struct bad_case *c, const char *why)
+{
+	for (size_t i = 0; why[i]; i++)
+		if ((unsigned char)why[i] < 0x20 || (unsigned char)why[i] >= 0x7f)
+			T_FAIL("%s: reason holds byte 0x%02x at %zu", c->name, (unsigned char)why[i], i);
+	if (strlen(why) >= 159)
+		T_FAIL("%s: reason of %zu bytes would be cut: \"%s\"", c->name, strlen(why), why);
+}
+
 static void expect_rejected(const struct bad_case *c, const unsigned char *bytes, size_t len)
 {
 	char why[256] = "(none)";
 	int rc = check_file(bytes, len, why, sizeof(why));
+	expect_clean_reason(c, why);
 	if (rc != c->code)
 		T_FAIL("%s: rc %d (%s), expected %d", c->name, rc, why, c->code);
 	if (!strstr(why, c->reason))
@@ -399,6 +446,7 @@ static void build_cases(void)
 	add_value_cases();
 	add_unsupported_cases();
 	add_version_cases();
+	add_escape_cases();
 	add_size_cases();
 }
 
