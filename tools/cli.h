@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ferry.h"
 
@@ -32,8 +33,26 @@ int ferry_cli_read_dataset(int argc, char **argv);
  */
 int ferry_cli_error(const char *what, int rc);
 
-/* Parses a non-negative integer or a size ("4096", "64k", "4M"); 0 or -1. */
+/* Parses a non-negative integer or a size ("4096", "64k", "4M"): it must start
+ * with a digit (no sign or space). Returns 0 or -1. */
 int ferry_cli_parse_size(const char *text, uint64_t *out);
+
+/*
+ * Parses the value text of a numeric option as an integer from lo to hi:
+ * decimal digits with an optional k/M/G suffix (powers of 1024), nothing
+ * else: no sign, space, trailing bytes or empty string, and no wrap-around.
+ * Returns 0 with it in *out, else 2 (the usage exit status) after printing
+ * "ferry: OPTION TEXT: expected an integer from LO to HI" when option is
+ * not NULL (NULL: the caller names the value itself).
+ */
+int ferry_cli_parse_uint(const char *option, const char *text, uint64_t lo, uint64_t hi,
+			 uint64_t *out);
+
+/* Writes s to out as a JSON string that is valid whatever its bytes: valid
+ * UTF-8 as is, control characters (C0, DEL, C1) as \u00XX, and each byte of
+ * an invalid UTF-8 sequence as the lone surrogate \udcXX (Python's
+ * "surrogateescape", so os.fsencode(json.loads(...)) gives back the bytes). */
+void ferry_cli_json_string(FILE *out, const char *s);
 
 /* Returns the dtype numpy names name ("float32"), or FERRY_DTYPE_INVALID. */
 enum ferry_dtype ferry_cli_dtype_by_name(const char *name);

@@ -17,25 +17,11 @@ static const char info_help[] =
 	"\n"
 	"  --json   one JSON object per line instead, with the keys path, version,\n"
 	"           dtype, shape (an array), fortran_order, byteswapped, data_offset,\n"
-	"           nbytes\n"
+	"           nbytes; a path's bytes that are not UTF-8 are written as \\udcXX\n"
+	"           (Python's surrogateescape: os.fsencode() gives the path back)\n"
 	"\n"
 	"A file that cannot be read prints 'ferry: FILE: reason' on stderr and the rest\n"
 	"are still read. Exit status: 0 when every file was valid, 1 otherwise.\n";
-
-/* Prints s as a JSON string. */
-static void print_json_string(const char *s)
-{
-	putchar('"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p < 0x20)
-			printf("\\u%04x", *p);
-		else
-			putchar(*p);
-	}
-	putchar('"');
-}
 
 static void print_shape(const struct ferry_array_info *info, const char *open, const char *close)
 {
@@ -62,7 +48,7 @@ static void print_text(const char *path, const struct ferry_array_info *info)
 static void print_json(const char *path, const struct ferry_array_info *info)
 {
 	fputs("{\"path\": ", stdout);
-	print_json_string(path);
+	ferry_cli_json_string(stdout, path);
 	printf(", \"version\": \"%d.%d\", \"dtype\": \"%s\", \"shape\": ", info->version_major,
 	       info->version_minor, ferry_dtype_name(info->dtype));
 	print_shape(info, "[", "]");
