@@ -51,7 +51,7 @@ BENCH_SRCS := $(sort $(wildcard bench/*.c))
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all test demo install fuzz bench clean
-all: $(BUILD)/libferry.so $(BUILD)/libferry.a $(BUILD)/ferry $(TEST_BINS) $(BENCH_BINS)
+all: $(BUILD)/libferry.so $(BUILD)/libferry.a $(BUILD)/ferry $(TEST_BINS) $(BENCH_BINS) $(BUILD)/shim/slowread.so
 	@[ "$(BUILD)" = build ] || ln -sfn ../$(BUILD)/ferry build/ferry-$(SANITIZE) 2>/dev/null || true
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h include/*.h) | $(BUILD)/obj
@@ -75,9 +75,12 @@ $(BUILD)/ferry: $(TOOL_SRCS) $(BUILD)/libferry.a $(wildcard tools/*.h)
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/common/helpers.h $(BUILD)/libferry.a | $(BUILD)/tests
 	$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_COMMON) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
 
-# Fault sweeps: libferry.a's host allocations and preads go through tests/common/faultalloc.c and faultio.c.
+# Fault sweeps and files changed mid-load: libferry.a's host allocations and
+# preads go through tests/common/faultalloc.c and faultio.c.
 FAULT_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=posix_memalign,--wrap=pread
-$(BUILD)/tests/test_fault_%: tests/test_fault_%.c $(TEST_COMMON) tests/common/helpers.h $(BUILD)/libferry.a | $(BUILD)/tests
+WRAPPED_TESTS := $(filter $(BUILD)/tests/test_fault_% $(BUILD)/tests/test_change_% \
+	$(BUILD)/tests/test_reader_next_timeout,$(TEST_BINS))
+$(WRAPPED_TESTS): $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/common/helpers.h $(BUILD)/libferry.a | $(BUILD)/tests
 	$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS) $(LDFLAGS) $(FAULT_WRAP) -o $@ $< $(TEST_COMMON) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libferry.a | $(BUILD)/bench
@@ -109,3 +112,7 @@ install: all
 
 clean:
 	rm -rf build build-asan build-tsan
+
+# An LD_PRELOAD shim that slows pread (FERRY_SLOWREAD_MS), for tests/test_python_interrupt.py.
+$(BUILD)/shim/slowread.so: tests/shim/slowread.c
+	mkdir -p $(@D) && $(CC) -O2 -Wall -Wextra -fPIC -shared -o $@ $<

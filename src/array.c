@@ -24,19 +24,28 @@ static int open_file(ferry_ctx *ctx, const char *path, struct ferry__file **out)
 	return ctx->io_ops->open(ctx->io, path, ctx->direct ? FERRY__IO_DIRECT : 0, out);
 }
 
+/* Public calls name the file in every error; NULL paths are refused. */
+static int check_path(const char *path)
+{
+	ferry__clear_error();
+	return path ? 0 : ferry__fail(-EINVAL, "path is NULL");
+}
+
 int ferry_info(const char *path, struct ferry_array_info *out)
 {
 	struct ferry__file *f;
 	struct ferry__npy_header h;
-	ferry__clear_error();
-	int rc = ferry__io_posix.open(NULL, path, 0, &f);
+	int rc = check_path(path);
+	if (rc < 0)
+		return rc;
+	rc = ferry__io_posix.open(NULL, path, 0, &f);
 	if (rc < 0)
 		return rc;
 	rc = ferry__load_header(f, &h, NULL);
 	if (rc == 0)
 		ferry__info_from_header(&h, out);
 	ferry__io_posix.close(NULL, f);
-	return rc;
+	return ferry__fail_subject(rc, path);
 }
 
 /* Opens path, reads its header and, when dst is NULL, allocates device memory.
@@ -117,14 +126,15 @@ static int load_array(ferry_ctx *ctx, const char *path, void *dst, size_t dst_le
 		      ferry_array **out)
 {
 	ferry_array *a = NULL;
-	ferry__clear_error();
-	int rc = new_array(ctx, path, dst, async, &a);
+	int rc = check_path(path);
+	if (rc == 0)
+		rc = new_array(ctx, path, dst, async, &a);
 	if (rc < 0)
 		return rc;
 	rc = load_file(ctx, path, &a->data, dst_len, &a->info, async ? &a->ticket : NULL);
 	if (rc < 0) {
 		array_free(a); /* which waits for any copy still in flight */
-		return rc;
+		return ferry__fail_subject(rc, path);
 	}
 	*out = a;
 	return 0;
@@ -143,16 +153,20 @@ int ferry_load_async(ferry_ctx *ctx, const char *path, ferry_array **out)
 int ferry_load_into(ferry_ctx *ctx, const char *path, void *dst, size_t dst_len,
 		    struct ferry_array_info *info)
 {
-	ferry__clear_error();
+	int rc = check_path(path);
+	if (rc < 0)
+		return rc;
 	if (!dst)
 		return ferry__fail(-EINVAL, "%s: destination is NULL", path);
-	return load_file(ctx, path, &dst, dst_len, info, NULL);
+	return ferry__fail_subject(load_file(ctx, path, &dst, dst_len, info, NULL), path);
 }
 
 int ferry_load_into_async(ferry_ctx *ctx, const char *path, void *dst, size_t dst_len,
 			  ferry_array **out)
 {
-	ferry__clear_error();
+	int rc = check_path(path);
+	if (rc < 0)
+		return rc;
 	if (!dst)
 		return ferry__fail(-EINVAL, "%s: destination is NULL", path);
 	return load_array(ctx, path, dst, dst_len, 1, out);
@@ -222,8 +236,9 @@ void ferry_array_free(ferry_array *a)
 int ferry_read_range(ferry_ctx *ctx, const char *path, uint64_t offset, uint64_t len, void *dst)
 {
 	struct ferry__file *f;
-	ferry__clear_error();
-	int rc = open_file(ctx, path, &f);
+	int rc = check_path(path);
+	if (rc == 0)
+		rc = open_file(ctx, path, &f);
 	if (rc < 0)
 		return rc;
 	if (offset > f->size || len > f->size - offset)
@@ -234,5 +249,5 @@ int ferry_read_range(ferry_ctx *ctx, const char *path, uint64_t offset, uint64_t
 		rc = ferry__load_ranges(ctx, f, &(struct ferry__range){ offset, len, dst }, 1,
 					&(struct ferry__load_opts){ .parallel = ctx->threads });
 	ctx->io_ops->close(ctx->io, f);
-	return rc;
+	return ferry__fail_subject(rc, path);
 }

@@ -9,7 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static __thread char last_error[1024];
+/* Room for a reason and two paths of PATH_MAX bytes (a batch names two files). */
+#define MESSAGE_MAX 16384
+
+static __thread char last_error[MESSAGE_MAX];
 
 int ferry__fail(int err, const char *fmt, ...)
 {
@@ -18,6 +21,25 @@ int ferry__fail(int err, const char *fmt, ...)
 	vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	va_end(ap);
 	return err;
+}
+
+int ferry__fail_subject(int err, const char *subject)
+{
+	if (err >= 0 || !subject || strstr(last_error, subject))
+		return err;
+	if (!last_error[0])
+		return ferry__fail(err, "%s: %s", subject, ferry_strerror(err));
+	char *reason = strdup(last_error);
+	if (!reason)
+		return ferry__fail(err, "%s: %s", subject, ferry_strerror(err));
+	ferry__fail(err, "%s: %s", subject, reason);
+	free(reason);
+	return err;
+}
+
+char *ferry__error_copy(void)
+{
+	return strdup(last_error);
 }
 
 void ferry__clear_error(void)

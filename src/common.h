@@ -12,6 +12,13 @@
 /* Sets the calling thread's last error message (printf-style) and returns err,
  * so a failure reads: return ferry__fail(-EIO, "%s: read failed", path); */
 int ferry__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Makes sure the calling thread's message for err names subject (a file, a
+ * directory): "subject: <message>", or "subject: <strerror>" when there is no
+ * message. Returns err. For public calls, whose message must name what they
+ * were asked about even when the failure came from a layer that does not know. */
+int ferry__fail_subject(int err, const char *subject);
+/* A malloc'd copy of the calling thread's message (NULL when out of memory). */
+char *ferry__error_copy(void);
 /* Clears the calling thread's last error message. */
 void ferry__clear_error(void);
 

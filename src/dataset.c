@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,16 +65,38 @@ static int listing_add(struct listing *l, const char *key)
 	return 0;
 }
 
-static int is_regular_file(const char *path)
+/* Says why child cannot be listed: too long to open, or unreadable. */
+static int child_error(const char *child, int err)
 {
-	struct stat st;
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+	if (err == ENAMETOOLONG || strlen(child) >= PATH_MAX)
+		return ferry__fail(-ENAMETOOLONG, "%.200s...: a path in the dataset is %zu bytes, "
+				   "longer than PATH_MAX (%d): ferry cannot open it",
+				   child, strlen(child), PATH_MAX);
+	return ferry__fail(-err, "%s: %s", child, strerror(err));
 }
 
-static int is_real_directory(const char *path)
+static int walk(struct listing *l, const char *rel, const char *filter);
+
+/* Adds the entry rel/name: a directory (not through a symbolic link) is
+ * walked, a regular file (or a link to one) whose name matches is listed. */
+static int visit(struct listing *l, const char *child_rel, const char *name, const char *filter)
 {
+	char *child = join_path(l->root, child_rel);
 	struct stat st;
-	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	int rc = 0;
+
+	if (!child)
+		return -ENOMEM;
+	if (strlen(child) >= PATH_MAX)
+		rc = child_error(child, ENAMETOOLONG);
+	else if (lstat(child, &st) < 0)
+		rc = errno == ENOENT ? 0 : child_error(child, errno); /* gone since readdir */
+	else if (S_ISDIR(st.st_mode))
+		rc = walk(l, child_rel, filter);
+	else if (fnmatch(filter, name, 0) == 0 && stat(child, &st) == 0 && S_ISREG(st.st_mode))
+		rc = listing_add(l, child_rel);
+	free(child);
+	return rc;
 }
 
 /* Walks root/rel (rel "" for the root itself), adding files whose name
@@ -97,16 +120,8 @@ static int walk(struct listing *l, const char *rel, const char *filter)
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		char *child_rel = rel[0] ? join_path(rel, e->d_name) : strdup(e->d_name);
-		char *child = child_rel ? join_path(l->root, child_rel) : NULL;
-		if (!child) {
-			rc = -ENOMEM;
-		} else if (is_real_directory(child)) {
-			rc = walk(l, child_rel, filter);
-		} else if (fnmatch(filter, e->d_name, 0) == 0 && is_regular_file(child)) {
-			rc = listing_add(l, child_rel);
-		}
+		rc = child_rel ? visit(l, child_rel, e->d_name, filter) : -ENOMEM;
 		free(child_rel);
-		free(child);
 	}
 	closedir(d);
 	free(dir);

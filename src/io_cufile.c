@@ -541,7 +541,7 @@ static int cufile_read(struct ferry__io *io, struct ferry__file *f, struct ferry
 {
 	struct cufile_io *c = to_cufile(io);
 	int first_error = ferry__io_check_requests(f, reqs, n, 0);
-	char first_message[512] = "";
+	char *first_message = NULL;
 
 	if (first_error == 0)
 		first_error = bind_device(c->dev);
@@ -551,10 +551,13 @@ static int cufile_read(struct ferry__io *io, struct ferry__file *f, struct ferry
 		reqs[i].result = read_request(c, f, &reqs[i]);
 		if (reqs[i].result < 0 && !first_error) {
 			first_error = (int)reqs[i].result;
-			snprintf(first_message, sizeof(first_message), "%s", ferry_last_error());
+			first_message = ferry__error_copy();
 		}
 	}
-	return first_error ? ferry__fail(first_error, "%s", first_message) : 0;
+	if (first_error && first_message)
+		ferry__fail(first_error, "%s", first_message);
+	free(first_message);
+	return first_error;
 }
 
 const struct ferry__io_ops ferry__io_cufile = {

@@ -36,7 +36,7 @@ struct load_job {
 	struct plan *plan;
 	unsigned next;     /* next read to take (atomic) */
 	int error;         /* first error (under lock) */
-	char message[512]; /* its message, from the thread that hit it */
+	char *message;     /* its message, from the thread that hit it (malloc'd) */
 	pthread_mutex_t lock;
 	struct ferry__ticket *ticket;   /* the caller's, or the load's own */
 	const struct ferry__load_opts *opts;
@@ -129,7 +129,7 @@ static void job_fail(struct load_job *job, int rc)
 	pthread_mutex_lock(&job->lock);
 	if (!job->error) {
 		job->error = rc;
-		snprintf(job->message, sizeof(job->message), "%s", ferry_last_error());
+		job->message = ferry__error_copy();
 	}
 	pthread_mutex_unlock(&job->lock);
 }
@@ -305,7 +305,7 @@ int ferry__load_ranges(ferry_ctx *ctx, struct ferry__file *f, const struct ferry
 	run_plan(&job, opts->parallel);
 	int wait_rc = finish_copies(&job, opts->async != NULL);
 	if (job.error)
-		rc = ferry__fail(job.error, "%s", job.message);
+		rc = job.message ? ferry__fail(job.error, "%s", job.message) : job.error;
 	else if ((rc = wait_rc) < 0) /* the copy's error may have been seen on another thread */
 		ferry__fail(rc, "%s: copying to the device failed: %s", f->path, ferry_strerror(rc));
 	if (opts->stats) {
@@ -313,6 +313,7 @@ int ferry__load_ranges(ferry_ctx *ctx, struct ferry__file *f, const struct ferry
 		opts->stats->reads += job.reads;
 	}
 	pthread_mutex_destroy(&job.lock);
+	free(job.message);
 	free_plan(&plan);
-	return rc;
+	return ferry__fail_subject(rc, f->path);
 }

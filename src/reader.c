@@ -110,6 +110,7 @@ struct ferry_reader {
 
 	struct ferry_epoch_info info;
 	struct ferry_reader_stats stats;
+	char *name;                  /* the dataset's directory or list, for messages */
 
 	/* The epoch callers are taking batches of, and how many samples it gave. */
 	uint64_t consume_epoch, consume_delivered;
@@ -125,16 +126,9 @@ struct ferry_reader {
  * message names the file. Returns err. */
 static int slot_fail(struct ferry_reader *r, struct slot *s, int err)
 {
-	const char *path = r->ds.paths[s->file];
-	const char *last = ferry_last_error();
-	char buf[1024];
-
-	if (strstr(last, path))
-		snprintf(buf, sizeof(buf), "%s", last);
-	else
-		snprintf(buf, sizeof(buf), "%s: %s", path, *last ? last : ferry_strerror(err));
+	ferry__fail_subject(err, r->ds.paths[s->file]);
 	free(s->msg);
-	s->msg = strdup(buf);
+	s->msg = ferry__error_copy();
 	s->error = err;
 	return err;
 }
@@ -242,6 +236,7 @@ static void open_slot(struct ferry_batch *b, struct slot *s)
 
 	if (s->is_padding)
 		return;
+	ferry__clear_error(); /* a message left by another file must not be this one's */
 	rc = r->ctx->io_ops->open(r->ctx->io, path, flags, &s->f);
 	if (rc == 0)
 		rc = cached_header(r, s->file, s->f, &s->h, s->head);
@@ -463,6 +458,7 @@ static void load_slot(struct ferry_batch *b, struct slot *s)
 
 	if (!slot_live(s))
 		return;
+	ferry__clear_error();
 	dst = b->mem + s->offset;
 	if (s->rg.padded)
 		rc = fill_output(b, s, dst);
@@ -812,7 +808,7 @@ static int return_error_unlock(struct ferry_reader *r, struct ferry_batch *b)
 	pthread_mutex_unlock(&r->lock);
 	ferry__fail(rc, "%s", msg ? msg : ferry_strerror(rc));
 	free(msg);
-	return rc;
+	return ferry__fail_subject(rc, r->name);
 }
 
 static int next_batch(ferry_reader *r, ferry_batch **out, const struct timespec *deadline)
@@ -842,8 +838,8 @@ static int next_batch(ferry_reader *r, ferry_batch **out, const struct timespec 
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (rc < 0)
-		return rc;
-	return *out ? 0 : ferry__fail(-FERRY_EEND, "reader: no more batches");
+		return rc == -ETIMEDOUT ? rc : ferry__fail_subject(rc, r->name);
+	return *out ? 0 : ferry__fail(-FERRY_EEND, "%s: no more batches", r->name);
 }
 
 int ferry_reader_next(ferry_reader *r, ferry_batch **out)
@@ -1015,6 +1011,12 @@ static int allocate_tables(struct ferry_reader *r)
 	return 0;
 }
 
+/* What the reader's messages call its dataset: its directory or list. */
+static const char *dataset_name(const struct ferry_reader_config *cfg)
+{
+	return cfg->root ? cfg->root : cfg->file_list ? cfg->file_list : "reader";
+}
+
 int ferry_reader_open(ferry_ctx *ctx, const struct ferry_reader_config *cfg, ferry_reader **out)
 {
 	struct ferry_reader *r;
@@ -1025,9 +1027,10 @@ int ferry_reader_open(ferry_ctx *ctx, const struct ferry_reader_config *cfg, fer
 		return ferry__fail(-EINVAL, "reader: no context or no config");
 	r = calloc(1, sizeof(*r));
 	if (!r)
-		return ferry__fail(-ENOMEM, "reader: out of memory");
+		return ferry__fail(-ENOMEM, "%s: reader: out of memory", dataset_name(cfg));
 	r->ctx = ctx;
 	r->dev = ctx->dev;
+	r->name = strdup(dataset_name(cfg));
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->cache_lock, NULL);
 	pthread_condattr_t monotonic;
@@ -1035,7 +1038,7 @@ int ferry_reader_open(ferry_ctx *ctx, const struct ferry_reader_config *cfg, fer
 	pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
 	pthread_cond_init(&r->loaded, &monotonic);
 	pthread_condattr_destroy(&monotonic);
-	rc = apply_config(r, cfg);
+	rc = r->name ? apply_config(r, cfg) : -ENOMEM;
 	if (rc == 0)
 		rc = ferry__dataset_list(cfg, &r->ds);
 	if (rc == 0 && r->ds.n < r->nshards)
@@ -1047,7 +1050,7 @@ int ferry_reader_open(ferry_ctx *ctx, const struct ferry_reader_config *cfg, fer
 		rc = ferry__pool_create(r->threads, &r->pool);
 	if (rc < 0) {
 		ferry_reader_close(r);
-		return rc;
+		return ferry__fail_subject(rc, dataset_name(cfg));
 	}
 	*out = r;
 	return 0;
@@ -1070,6 +1073,7 @@ int ferry_reader_close(ferry_reader *r)
 		free(r->cache[i]);
 	free(r->cache);
 	free(r->order);
+	free(r->name);
 	ferry__dataset_free(&r->ds);
 	pthread_cond_destroy(&r->loaded);
 	pthread_mutex_destroy(&r->cache_lock);

@@ -753,11 +753,14 @@ int ferry__staging_create(struct ferry__device *dev, const struct ferry__staging
 	int rc = apply_config(stg, cfg ? cfg : &defaults);
 	if (rc < 0)
 		goto err_free;
-	rc = -ENOMEM;
-	if (!(stg->bufs = calloc(stg->max_buffers, sizeof(*stg->bufs))))
+	if (!(stg->bufs = calloc(stg->max_buffers, sizeof(*stg->bufs)))) {
+		rc = ferry__fail(-ENOMEM, "staging: out of memory for %u buffers", stg->max_buffers);
 		goto err_free;
-	if ((rc = dev->ops->stream_create(dev, &stg->stream)) < 0)
+	}
+	if ((rc = dev->ops->stream_create(dev, &stg->stream)) < 0) {
+		ferry__fail_subject(rc, "staging: cannot create the copy stream");
 		goto err_free;
+	}
 	pthread_mutex_init(&stg->lock, NULL);
 	pthread_cond_init(&stg->changed, NULL);
 	stg->trace = cfg && cfg->trace_path ? ferry__trace_open(cfg->trace_path)

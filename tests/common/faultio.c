@@ -3,8 +3,9 @@
  * uring, ...) and fails the Nth call of the armed class. Table classes count
  * the table's calls; system-call classes count pread calls, which reach
  * __wrap_pread only in programs linked with -Wl,--wrap=pread (the Makefile
- * does so for tests/test_fault_*.c): they reach below the backends' loops and
- * the header reads that do not go through the table.
+ * does so for tests/test_fault_*.c and tests/test_change_*.c): they reach
+ * below the backends' loops and the header reads that do not go through the
+ * table. Such programs may also run a hook after every pread.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -28,7 +29,27 @@ static struct {
 	enum t_io_fault armed;
 	unsigned long nth, calls[T_IO_NCLASSES];
 	int err, sticky, fired;
+	void (*hook)(void *arg, int fd, off_t offset);
+	void *hook_arg;
 } fio = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+void t_io_after_pread(void (*fn)(void *arg, int fd, off_t offset), void *arg)
+{
+	pthread_mutex_lock(&fio.lock);
+	fio.hook = fn;
+	fio.hook_arg = arg;
+	pthread_mutex_unlock(&fio.lock);
+}
+
+static void run_hook(int fd, off_t offset)
+{
+	pthread_mutex_lock(&fio.lock);
+	void (*fn)(void *, int, off_t) = fio.hook;
+	void *arg = fio.hook_arg;
+	pthread_mutex_unlock(&fio.lock);
+	if (fn)
+		fn(arg, fd, offset);
+}
 
 /* Counts a call of each class in classes; returns the armed one if it is to
  * fail (the caller then injects it and calls note_fired). */
@@ -131,7 +152,11 @@ ssize_t __wrap_pread(int fd, void *buf, size_t len, off_t offset)
 	default:
 		break;
 	}
-	return __real_pread(fd, buf, len, offset);
+	ssize_t got = __real_pread(fd, buf, len, offset);
+	int saved = errno;
+	run_hook(fd, offset);
+	errno = saved;
+	return got;
 }
 
 const struct ferry__io_ops *t_fault_io(const struct ferry__io_ops *inner)

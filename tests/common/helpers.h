@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "device.h"
 
@@ -120,6 +121,11 @@ void t_io_arm(enum t_io_fault cls, unsigned long n, int err, int sticky);
 unsigned long t_io_calls(enum t_io_fault cls);
 int t_io_fired(void);
 int t_io_syscalls_wrapped(void);
+/* In programs linked with --wrap=pread: fn(arg, fd, offset) runs on the
+ * calling thread after every pread of the program (not an injected failure),
+ * ferry's included, so a test can change a file at an exact point of a load.
+ * NULL removes it. */
+void t_io_after_pread(void (*fn)(void *arg, int fd, off_t offset), void *arg);
 
 /*
  * Host allocation faults: in programs linked with --wrap=malloc, calloc,
