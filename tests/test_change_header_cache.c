@@ -19,21 +19,21 @@
 
 static char *dir, *path_a, *path_x;
 
-/* Writes count elements of dtype from values (native order) to path, keeping
- * its mtime when keep_mtime is set (in place, as cp -p does). */
+/* Writes count elements of dtype from values (native order) over path in one
+ * write, keeping its mtime when keep_mtime is set (in place, as cp -p does). */
 static void write_values(const char *path, enum ferry_dtype dtype, const void *values,
 			 int64_t count, int keep_mtime)
 {
-	char header[256];
+	char bytes[512];
 	struct stat st;
 	int had = stat(path, &st) == 0;
-	int hl = ferry__npy_write_header(header, sizeof(header), dtype, '<', 0, 1, &count, 0);
+	int hl = ferry__npy_write_header(bytes, sizeof(bytes), dtype, '<', 0, 1, &count, 0);
 	T_OK(hl);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	T_ASSERT(fd >= 0);
-	T_ASSERT(write(fd, header, (size_t)hl) == hl);
 	size_t n = (size_t)count * ferry_dtype_size(dtype);
-	T_ASSERT(write(fd, values, n) == (ssize_t)n);
+	memcpy(bytes + hl, values, n);
+	int fd = open(path, O_WRONLY | O_CREAT, 0644);
+	T_ASSERT(fd >= 0);
+	T_ASSERT(pwrite(fd, bytes, (size_t)hl + n, 0) == (ssize_t)((size_t)hl + n));
 	if (keep_mtime && had) {
 		struct timespec times[2] = { st.st_atim, st.st_mtim };
 		T_ASSERT(futimens(fd, times) == 0);
@@ -75,9 +75,7 @@ static void test_replaced(ferry_ctx *ctx, int by_rename)
 	write_values(path_x, FERRY_INT32, ints, 4, 0);
 	ferry_reader *r = open_one(ctx, path_x);
 	expect_sample(ctx, r, FERRY_INT32, ints, "first epoch");
-	/* prefetch 1: the next two epochs' batches may be loading already */
-	expect_sample(ctx, r, FERRY_INT32, ints, "prefetched");
-	expect_sample(ctx, r, FERRY_INT32, ints, "prefetched");
+	expect_sample(ctx, r, FERRY_INT32, ints, "second epoch");
 	if (by_rename) {
 		snprintf(tmp, sizeof(tmp), "%s.tmp", path_x);
 		T_ASSERT(link(path_x, tmp) == 0); /* tmp keeps the old mtime to copy */
@@ -86,9 +84,13 @@ static void test_replaced(ferry_ctx *ctx, int by_rename)
 	} else {
 		write_values(path_x, FERRY_FLOAT32, floats, 4, 1);
 	}
-	ferry_batch *b;
-	T_OK(ferry_reader_next(r, &b)); /* loaded before the change or after */
-	ferry_batch_release(b);
+	/* prefetch 1: up to two batches were loading while the file changed: the
+	 * old file, the new one, or an error; never checked here */
+	for (int k = 0; k < 2; k++) {
+		ferry_batch *b;
+		if (ferry_reader_next(r, &b) == 0)
+			ferry_batch_release(b);
+	}
 	for (int e = 0; e < 3; e++)
 		expect_sample(ctx, r, FERRY_FLOAT32, floats, by_rename ? "renamed" : "in place");
 	T_OK(ferry_reader_close(r));
