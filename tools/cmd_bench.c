@@ -119,12 +119,13 @@ static int parse_threads(const char *list, struct ferry_bench_options *opt)
 	char buf[512];
 	char *save = NULL;
 
-	snprintf(buf, sizeof(buf), "%s", list);
+	if (snprintf(buf, sizeof(buf), "%s", list) >= (int)sizeof(buf))
+		return -1;
 	opt->nthreads = 0;
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		char *end;
-		unsigned long v = strtoul(t, &end, 10);
-		if (*end || !v || v > FERRY_BENCH_MAX_THREADS || opt->nthreads == FERRY_BENCH_MAX_THREADS)
+		uint64_t v;
+		if (ferry_cli_parse_uint(NULL, t, 1, FERRY_BENCH_MAX_THREADS, &v) ||
+		    opt->nthreads == FERRY_BENCH_MAX_THREADS)
 			return -1;
 		opt->threads[opt->nthreads++] = (unsigned)v;
 	}

@@ -110,12 +110,31 @@ size_t ferry_cli_gen_check(const void *buf, size_t len, uint64_t key, uint64_t o
 
 /* ---- writing one file ---- */
 
-static uint64_t spec_nbytes(const struct ferry_cli_gen_spec *spec)
+/* The largest payload `ferry gen` writes: after the largest header, every offset
+ * of the file still fits an int64, as numpy and ferry require. */
+#define GEN_MAX_PAYLOAD ((uint64_t)INT64_MAX - FERRY__NPY_PREFIX_MAX - FERRY__NPY_MAX_HEADER)
+
+/* Computes the payload bytes of spec: element count times itemsize, each
+ * product checked for overflow (zero dimensions left out of the check, as
+ * numpy and ferry's reader do). Returns 0, or -1 when a dimension is negative
+ * or the payload would pass GEN_MAX_PAYLOAD. */
+static int spec_nbytes(const struct ferry_cli_gen_spec *spec, uint64_t *nbytes)
 {
-	uint64_t count = 1;
-	for (int i = 0; i < spec->ndim; i++)
-		count *= (uint64_t)spec->shape[i];
-	return count * ferry_dtype_size(spec->dtype);
+	int64_t product = (int64_t)ferry_dtype_size(spec->dtype);
+	int any_zero = 0;
+
+	for (int i = 0; i < spec->ndim; i++) {
+		if (spec->shape[i] < 0)
+			return -1;
+		if (spec->shape[i] == 0)
+			any_zero = 1;
+		else if (__builtin_mul_overflow(product, spec->shape[i], &product))
+			return -1;
+	}
+	if ((uint64_t)product > GEN_MAX_PAYLOAD)
+		return -1;
+	*nbytes = any_zero ? 0 : (uint64_t)product;
+	return 0;
 }
 
 static int write_all(int fd, const unsigned char *p, size_t len)
@@ -132,11 +151,12 @@ static int write_all(int fd, const unsigned char *p, size_t len)
 	return 0;
 }
 
-/* Writes the header, then the payload in scratch-sized pieces. Returns 0 or -errno. */
-static int write_npy(int fd, const struct ferry_cli_gen_spec *spec, uint64_t key,
-		     unsigned char *scratch, size_t scratch_len)
+/* Writes the header, then the payload bytes in scratch-sized pieces. Returns 0
+ * or -errno. */
+static int write_npy(int fd, const struct ferry_cli_gen_spec *spec, uint64_t payload,
+		     uint64_t key, unsigned char *scratch, size_t scratch_len)
 {
-	uint64_t payload = spec_nbytes(spec), offset = 0;
+	uint64_t offset = 0;
 	int header = ferry__npy_write_header(scratch, scratch_len, spec->dtype, spec->byteorder,
 					     spec->fortran_order, spec->ndim, spec->shape,
 					     spec->version);
@@ -162,14 +182,21 @@ static int write_npy(int fd, const struct ferry_cli_gen_spec *spec, uint64_t key
 int ferry_cli_gen_file(const char *path, const struct ferry_cli_gen_spec *spec, uint64_t key,
 		       void *scratch, size_t scratch_len)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	int rc;
+	uint64_t payload;
+	int fd, rc;
 
+	/* Refused before the file is created: a payload too large for a .npy. */
+	if (spec_nbytes(spec, &payload) < 0) {
+		fprintf(stderr, "ferry: %s: cannot write: the shape's payload overflows a .npy file\n",
+			path);
+		return 1;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		fprintf(stderr, "ferry: %s: cannot create: %s\n", path, strerror(errno));
 		return 1;
 	}
-	rc = write_npy(fd, spec, key, scratch, scratch_len);
+	rc = write_npy(fd, spec, payload, key, scratch, scratch_len);
 	if (close(fd) < 0 && rc == 0)
 		rc = -errno;
 	if (rc < 0) {
@@ -226,6 +253,7 @@ static int run_job(struct gen_job *job)
 {
 	unsigned char *scratch = malloc(FERRY_CLI_GEN_BUFFER);
 	char path[4200];
+	uint64_t nbytes;
 
 	if (!scratch) {
 		fprintf(stderr, "ferry: %s: out of memory\n", job->dir);
@@ -239,8 +267,8 @@ static int run_job(struct gen_job *job)
 		if (ferry_cli_gen_file(path, &spec, ferry_cli_gen_key(job->seed, i), scratch,
 				       FERRY_CLI_GEN_BUFFER))
 			job->failed++;
-		else
-			job->bytes += spec_nbytes(&spec);
+		else if (spec_nbytes(&spec, &nbytes) == 0)
+			job->bytes += nbytes;
 	}
 	free(scratch);
 	return job->failed ? 1 : 0;
@@ -289,6 +317,63 @@ static void report(const struct gen_job *job, double seconds)
 	       seconds);
 }
 
+/* Checks what the options add up to and fills in the spec they imply.
+ * Returns -1 to go on, else 2 after printing why. */
+static int check_gen_job(struct gen_job *job, const char *shape, int big)
+{
+	size_t itemsize = ferry_dtype_size(job->base.dtype);
+	uint64_t nbytes;
+
+	job->base.byteorder = itemsize == 1 ? '|' : big ? '>' : '<';
+	if (shape && !job->mix && spec_nbytes(&job->base, &nbytes) < 0)
+		return fprintf(stderr, "ferry: --shape %s: too large: %s items would pass the %" PRIu64
+			       "-byte limit of a .npy payload\n",
+			       shape, ferry_dtype_name(job->base.dtype), GEN_MAX_PAYLOAD), 2;
+	if (!shape && !job->mix) {
+		if (job->size % itemsize)
+			return fprintf(stderr, "ferry: --size %" PRIu64 ": not a multiple of %s's %zu bytes\n",
+				       job->size, ferry_dtype_name(job->base.dtype), itemsize), 2;
+		job->base.ndim = 1;
+		job->base.shape[0] = (int64_t)(job->size / itemsize);
+	}
+	return -1;
+}
+
+/* Applies one option to job (shape and big are the --shape text and
+ * --big-endian). Returns -1 to go on, else an exit status. */
+static int apply_gen_option(int c, const char *arg, struct gen_job *job, const char **shape,
+			    int *big)
+{
+	uint64_t files;
+
+	switch (c) {
+	case 'o': job->dir = arg; return -1;
+	case 'n':
+		if (ferry_cli_parse_uint("--files", arg, 0, 100000000, &files))
+			return 2;
+		job->files = (unsigned)files;
+		return -1;
+	case 's': return ferry_cli_parse_uint("--size", arg, 0, GEN_MAX_PAYLOAD, &job->size) ? 2 : -1;
+	case 'r': return ferry_cli_parse_uint("--seed", arg, 0, UINT64_MAX, &job->seed) ? 2 : -1;
+	case 'd':
+		job->base.dtype = ferry_cli_dtype_by_name(arg);
+		if (!job->base.dtype)
+			return fprintf(stderr, "ferry: --dtype %s: unknown dtype\n", arg), 2;
+		return -1;
+	case 'S':
+		if (parse_shape(arg, &job->base))
+			return fprintf(stderr, "ferry: --shape %s: expected AxBxC: at most %d dimensions,"
+				       " each from 0 to %" PRId64 "\n", arg, FERRY_MAX_DIMS, INT64_MAX), 2;
+		*shape = arg;
+		return -1;
+	case 'F': job->base.fortran_order = 1; return -1;
+	case 'B': *big = 1; return -1;
+	case 'm': job->mix = 1; return -1;
+	case 'h': fputs(gen_help, stdout); return 0;
+	default: fputs(gen_help, stderr); return 2;
+	}
+}
+
 /* Fills job from the options. Returns -1 to go on, else an exit status. */
 static int parse_gen_options(int argc, char **argv, struct gen_job *job)
 {
@@ -305,64 +390,22 @@ static int parse_gen_options(int argc, char **argv, struct gen_job *job)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	int c, have_shape = 0, big = 0;
-	uint64_t files = 16;
-	char *end;
+	const char *shape = NULL;
+	int c, big = 0, status;
 
-	while ((c = getopt_long(argc, argv, "o:n:s:d:S:r:FBmh", options, NULL)) != -1) {
-		switch (c) {
-		case 'o': job->dir = optarg; break;
-		case 'n':
-			if (ferry_cli_parse_size(optarg, &files) || files > 100000000)
-				return fprintf(stderr, "ferry: --files %s: not a count\n", optarg), 2;
-			break;
-		case 's':
-			if (ferry_cli_parse_size(optarg, &job->size))
-				return fprintf(stderr, "ferry: --size %s: not a size\n", optarg), 2;
-			break;
-		case 'd':
-			job->base.dtype = ferry_cli_dtype_by_name(optarg);
-			if (!job->base.dtype)
-				return fprintf(stderr, "ferry: --dtype %s: unknown dtype\n", optarg), 2;
-			break;
-		case 'S':
-			if (parse_shape(optarg, &job->base))
-				return fprintf(stderr, "ferry: --shape %s: expected AxBxC\n", optarg), 2;
-			have_shape = 1;
-			break;
-		case 'r':
-			errno = 0;
-			job->seed = strtoull(optarg, &end, 0);
-			if (errno || *end || !*optarg)
-				return fprintf(stderr, "ferry: --seed %s: not an integer\n", optarg), 2;
-			break;
-		case 'F': job->base.fortran_order = 1; break;
-		case 'B': big = 1; break;
-		case 'm': job->mix = 1; break;
-		case 'h': fputs(gen_help, stdout); return 0;
-		default: fputs(gen_help, stderr); return 2;
-		}
-	}
+	while ((c = getopt_long(argc, argv, "o:n:s:d:S:r:FBmh", options, NULL)) != -1)
+		if ((status = apply_gen_option(c, optarg, job, &shape, &big)) >= 0)
+			return status;
 	if (!job->dir || optind < argc) {
 		fprintf(stderr, "ferry: gen: %s\n", job->dir ? "unexpected argument" : "--out DIR is required");
 		return 2;
 	}
-	job->files = (unsigned)files;
-	size_t itemsize = ferry_dtype_size(job->base.dtype);
-	job->base.byteorder = itemsize == 1 ? '|' : big ? '>' : '<';
-	if (!have_shape && !job->mix) {
-		if (job->size % itemsize)
-			return fprintf(stderr, "ferry: --size %" PRIu64 ": not a multiple of %s's %zu bytes\n",
-				       job->size, ferry_dtype_name(job->base.dtype), itemsize), 2;
-		job->base.ndim = 1;
-		job->base.shape[0] = (int64_t)(job->size / itemsize);
-	}
-	return -1;
+	return check_gen_job(job, shape, big);
 }
 
 int ferry_cli_gen(int argc, char **argv)
 {
-	struct gen_job job = { .size = 1u << 20, .base = { .dtype = FERRY_FLOAT32 } };
+	struct gen_job job = { .files = 16, .size = 1u << 20, .base = { .dtype = FERRY_FLOAT32 } };
 	uint64_t start;
 	int status;
 	status = parse_gen_options(argc, argv, &job);

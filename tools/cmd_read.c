@@ -340,8 +340,8 @@ static int parse_read_options(int argc, char **argv, struct read_opts *o)
 		case 'v': o->verify = 1; break;
 		case 'D': o->dump_dir = optarg; break;
 		case 't':
-			if (ferry_cli_parse_size(optarg, &threads) || !threads || threads > 1024)
-				return fprintf(stderr, "ferry: --threads %s: expected 1..1024\n", optarg), 2;
+			if (ferry_cli_parse_uint("--threads", optarg, 1, FERRY_THREADS_MAX, &threads))
+				return 2;
 			o->ctx.threads = (unsigned)threads;
 			break;
 		case 'd': o->ctx.direct = 1; break;

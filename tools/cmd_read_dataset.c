@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,30 +107,19 @@ struct dataset_opts {
 
 static int usage_error(const char *opt, const char *arg, const char *expected)
 {
-	fprintf(stderr, "ferry: %s %s: expected %s\n", opt, arg, expected);
+	fprintf(stderr, "ferry: %s %s: expected %s\n", opt, *arg ? arg : "''", expected);
 	return 2;
 }
 
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-
-	if (!*s || *s == '-')
-		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static int parse_unsigned(const char *s, unsigned *out)
+/* Parses option's value arg as an unsigned from lo to hi into *out. Returns 0,
+ * or 2 after printing what was expected. */
+static int parse_unsigned(const char *option, const char *arg, unsigned lo, unsigned hi,
+			  unsigned *out)
 {
 	uint64_t v;
 
-	if (parse_u64(s, &v) < 0 || v > 1u << 30)
-		return -1;
+	if (ferry_cli_parse_uint(option, arg, lo, hi, &v))
+		return 2;
 	*out = (unsigned)v;
 	return 0;
 }
@@ -172,25 +162,34 @@ static int parse_axes(const char *s, int *axes)
 	return n;
 }
 
+/* The most shards, as for WORLD_SIZE (src/dataset.c). */
+#define SHARDS_MAX (1u << 30)
+
+/* Parses "I/N" (0 <= I < N <= SHARDS_MAX) into cfg. Returns 0 or -1. */
 static int parse_shard(const char *s, struct ferry_reader_config *cfg)
 {
-	unsigned i, n;
-	char *end;
+	const char *slash = strchr(s, '/');
+	char first[24];
+	uint64_t i, n;
 
-	errno = 0;
-	unsigned long a = strtoul(s, &end, 10);
-	if (errno || end == s || *end != '/')
+	if (!slash || (size_t)(slash - s) >= sizeof(first))
 		return -1;
-	i = (unsigned)a;
-	if (parse_unsigned(end + 1, &n) < 0 || n == 0 || i >= n)
+	snprintf(first, sizeof(first), "%.*s", (int)(slash - s), s);
+	if (ferry_cli_parse_uint(NULL, slash + 1, 1, SHARDS_MAX, &n) ||
+	    ferry_cli_parse_uint(NULL, first, 0, n - 1, &i))
 		return -1;
 	cfg->shard_id = (int)i;
 	cfg->num_shards = (int)n;
 	return 0;
 }
 
+/* Parses the list of a ROI option into roi. Returns 0, or 2 after printing
+ * what was expected, naming the option. */
 static int parse_roi_option(int opt, const char *arg, struct roi_lists *roi)
 {
+	static const char *const names[] = { "--roi-start", "--roi-end", "--roi-shape",
+					     "--roi-start-rel", "--roi-end-rel", "--roi-shape-rel",
+					     "--roi-axes" };
 	int k = opt - OPT_ROI_START, n;
 
 	switch (opt) {
@@ -203,7 +202,10 @@ static int parse_roi_option(int opt, const char *arg, struct roi_lists *roi)
 	default: n = parse_axes(arg, roi->axes); break;
 	}
 	if (n < 0)
-		return -1;
+		return usage_error(names[k], arg,
+				   k == 6   ? "a comma-separated list of axes, 0 to 31"
+				   : k >= 3 ? "a comma-separated list of numbers"
+					    : "a comma-separated list of integers");
 	roi->counts[k] = n;
 	return 0;
 }
@@ -260,11 +262,23 @@ static int parse_on_error(const char *arg, enum ferry_on_error *out)
 	return 0;
 }
 
+/* Parses a number into *out; one past a double's range is refused, not made
+ * infinite ("inf" itself is fine). Returns 0 or -1. */
+static int parse_fill(const char *arg, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(arg, &end);
+	if (end == arg || *end || (errno == ERANGE && (*out == HUGE_VAL || *out == -HUGE_VAL)))
+		return -1;
+	return 0;
+}
+
 /* One option; 0 to go on, else the exit status (2 usage, 0 after --help). */
 static int parse_one(int opt, const char *arg, struct dataset_opts *o)
 {
 	struct ferry_reader_config *cfg = &o->cfg;
-	char *end;
 
 	switch (opt) {
 	case OPT_ROOT: cfg->root = arg; return 0;
@@ -279,20 +293,18 @@ static int parse_one(int opt, const char *arg, struct dataset_opts *o)
 	case OPT_VERIFY: o->verify = 1; return 0;
 	case OPT_DUMP: o->dump = arg; return 0;
 	case OPT_BATCH:
-		return parse_unsigned(arg, &cfg->batch_size) < 0 || !cfg->batch_size
-			       ? usage_error("--batch", arg, "a count of at least 1") : 0;
+		return parse_unsigned("--batch", arg, 1, FERRY_BATCH_MAX, &cfg->batch_size);
 	case OPT_SHARD:
-		return parse_shard(arg, cfg) < 0 ? usage_error("--shard", arg, "I/N with I < N") : 0;
+		return parse_shard(arg, cfg) < 0 ? usage_error("--shard", arg, "I/N with I < N <= 2^30")
+						 : 0;
 	case OPT_SEED:
-		return parse_u64(arg, &cfg->seed) < 0 ? usage_error("--seed", arg, "an integer") : 0;
+		return ferry_cli_parse_uint("--seed", arg, 0, UINT64_MAX, &cfg->seed);
 	case OPT_EPOCHS:
-		return parse_u64(arg, &cfg->epochs) < 0 ? usage_error("--epochs", arg, "a count") : 0;
+		return ferry_cli_parse_uint("--epochs", arg, 0, UINT64_MAX, &cfg->epochs);
 	case OPT_THREADS:
-		return parse_unsigned(arg, &cfg->threads) < 0 || !cfg->threads
-			       ? usage_error("--threads", arg, "a count of at least 1") : 0;
+		return parse_unsigned("--threads", arg, 1, FERRY_THREADS_MAX, &cfg->threads);
 	case OPT_PREFETCH:
-		return parse_unsigned(arg, &cfg->prefetch_depth) < 0 || !cfg->prefetch_depth
-			       ? usage_error("--prefetch", arg, "a count of at least 1") : 0;
+		return parse_unsigned("--prefetch", arg, 1, FERRY_PREFETCH_MAX, &cfg->prefetch_depth);
 	case OPT_OOB:
 		return parse_policy(arg, &cfg->out_of_bounds_policy) < 0
 			       ? usage_error("--oob", arg, "error, pad or trim") : 0;
@@ -300,16 +312,15 @@ static int parse_one(int opt, const char *arg, struct dataset_opts *o)
 		return parse_on_error(arg, &cfg->on_error) < 0
 			       ? usage_error("--on-error", arg, "stop or skip") : 0;
 	case OPT_FILL:
-		cfg->fill_value = strtod(arg, &end);
-		return end == arg || *end ? usage_error("--fill", arg, "a number") : 0;
+		return parse_fill(arg, &cfg->fill_value) < 0
+			       ? usage_error("--fill", arg, "a number within a double's range")
+			       : 0;
 	case OPT_HELP:
 		fputs(dataset_help, stdout);
 		return -1;
 	default:
 		if (opt >= OPT_ROI_START && opt <= OPT_ROI_AXES)
-			return parse_roi_option(opt, arg, &o->roi) < 0
-				       ? usage_error("ROI option", arg, "a comma-separated list")
-				       : 0;
+			return parse_roi_option(opt, arg, &o->roi);
 		fprintf(stderr, "%s", dataset_help);
 		return 2;
 	}
