@@ -14,7 +14,7 @@
 
 struct subject {
 	ferry_ctx *ctx;
-	const char *dir, *path, *swapped;
+	char *dir, *path, *swapped;
 	void *dst;
 };
 
@@ -103,6 +103,7 @@ int main(void)
 	ferry_device_free(s.ctx, s.dst);
 	T_OK(ferry_ctx_destroy(s.ctx));
 	t_rmtree(s.dir);
+	free(s.dir), free(s.path), free(s.swapped);
 	printf("%lu failing allocations: every message named its own call's file\n", shots);
 	return T_EXIT_PASS;
 }
