@@ -41,8 +41,9 @@ else ifneq ($(SANITIZE),)
 $(error SANITIZE must be address or thread)
 endif
 
-LIB_SRCS  := $(sort $(wildcard src/*.c))
+LIB_SRCS  := $(sort $(wildcard src/*/*.c))
 LIB_OBJS  := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
+LIB_HDRS  := $(wildcard src/*/*.h include/*.h)
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_COMMON := $(sort $(wildcard tests/common/*.c))
@@ -54,10 +55,11 @@ BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 all: $(BUILD)/libferry.so $(BUILD)/libferry.a $(BUILD)/ferry $(TEST_BINS) $(BENCH_BINS) $(BUILD)/shim/slowread.so
 	@[ "$(BUILD)" = build ] || ln -sfn ../$(BUILD)/ferry build/ferry-$(SANITIZE) 2>/dev/null || true
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h include/*.h) | $(BUILD)/obj
+$(BUILD)/obj/%.o: src/%.c $(LIB_HDRS)
+	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 
-$(BUILD)/obj $(BUILD)/tests $(BUILD)/bench:
+$(BUILD)/tests $(BUILD)/bench:
 	mkdir -p $@
 
 $(BUILD)/libferry.a: $(LIB_OBJS)

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common.h"
-#include "staging.h"
+#include "base/base.h"
+#include "engine/engine.h"
 
 #define DST_BYTES ((size_t)1 << 30)
 

@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "convert.h"
-#include "npy.h"
+#include "npy/npy.h"
 
 #define CHECK(cond)                                                                  \
 	do {                                                                         \

@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "reader.h"
+#include "reader/reader.h"
 
 #define CHECK(cond)                                                                  \
 	do {                                                                         \

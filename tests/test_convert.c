@@ -5,8 +5,8 @@
  */
 #include "helpers.h"
 
-#include "common.h"
-#include "convert.h"
+#include "base/base.h"
+#include "npy/npy.h"
 
 #define GUARD 16
 #define GUARD_BYTE 0xe5

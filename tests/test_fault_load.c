@@ -8,7 +8,7 @@
  * call that fails must say why (naming the file for IO faults); the pool ends
  * full and the context is destroyed cleanly. Run with 1 and 3 IO threads.
  */
-#include "context.h"
+#include "context/context.h"
 #include "test_fault_util.h"
 #include "test_reader_util.h"
 

@@ -8,7 +8,7 @@
  * skip the reader goes on and delivers every other sample; the reader closes
  * cleanly and the pool ends full.
  */
-#include "context.h"
+#include "context/context.h"
 #include "test_fault_util.h"
 #include "test_reader_util.h"
 

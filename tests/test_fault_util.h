@@ -16,11 +16,11 @@
 #include <errno.h>
 #include <stdarg.h>
 
-#include "common.h"
-#include "context.h"
+#include "base/base.h"
+#include "context/context.h"
 #include "helpers.h"
-#include "io.h"
-#include "staging.h"
+#include "io/io.h"
+#include "engine/engine.h"
 
 enum fault_layer { LAYER_DEVICE, LAYER_IO, LAYER_ALLOC };
 enum fault_outcome { MAY_FAIL, MUST_FAIL, MUST_SUCCEED };

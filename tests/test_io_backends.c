@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "base/base.h"
 #include "helpers.h"
-#include "io.h"
+#include "io/io.h"
 
 #define PAGE 4096u
 #define POISON 0xEE

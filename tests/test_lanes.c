@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "context.h"
+#include "context/context.h"
 #include "test_reader_util.h"
 
 #define NFILES 12

@@ -12,7 +12,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "context.h"
+#include "context/context.h"
 #include "test_reader_util.h"
 
 #define NFILES 6

@@ -12,10 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "base/base.h"
 #include "ferry.h"
 #include "helpers.h"
-#include "npy.h"
+#include "npy/npy.h"
 
 static const enum ferry_dtype all_dtypes[] = {
 	FERRY_BOOL, FERRY_INT8, FERRY_INT16, FERRY_INT32, FERRY_INT64, FERRY_UINT8,

@@ -13,7 +13,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "base/base.h"
 #include "test_reader_util.h"
 
 #define NFILES 3

@@ -12,8 +12,8 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
-#include "common.h"
-#include "npy.h"
+#include "base/base.h"
+#include "npy/npy.h"
 
 #define MAX_CASES 160
 #define CASE_CAP 4096

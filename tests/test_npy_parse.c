@@ -8,8 +8,8 @@
 
 #include <errno.h>
 
-#include "common.h"
-#include "npy.h"
+#include "base/base.h"
+#include "npy/npy.h"
 
 #define BIG_ENDIAN_HOST (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
 

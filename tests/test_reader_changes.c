@@ -6,7 +6,7 @@
  * every sample that is handed out holds every byte of the file as it was
  * when read, never stale or mixed bytes.
  */
-#include "context.h"
+#include "context/context.h"
 #include "test_reader_util.h"
 
 #define NFILES 4

@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 
-#include "common.h"
+#include "base/base.h"
 #include "test_reader_util.h"
 
 static sem_t released;

@@ -1,7 +1,7 @@
 /* Shuffling: a permutation of the shard per epoch, the same for the same seed
  * (two readers agree), different between epochs and between seeds; off by
  * default (sorted order). */
-#include "reader.h"
+#include "reader/reader.h"
 #include "test_reader_util.h"
 
 #define NFILES 40

@@ -14,7 +14,7 @@
 
 #include "ferry.h"
 #include "helpers.h"
-#include "npy.h"
+#include "npy/npy.h"
 
 /* A context on the device FERRY_DEVICE names (host here); skips without one. */
 static inline ferry_ctx *tr_ctx(size_t chunk_size, unsigned threads)

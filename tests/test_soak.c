@@ -8,7 +8,7 @@
  */
 #include <time.h>
 
-#include "context.h"
+#include "context/context.h"
 #include "test_fault_util.h"
 #include "test_reader_util.h"
 

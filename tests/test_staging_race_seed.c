@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "staging.h"
+#include "engine/engine.h"
 
 #define NBUF 64
 #define CHUNK ((size_t)2 << 20)

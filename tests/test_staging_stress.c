@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "base/base.h"
 #include "helpers.h"
-#include "staging.h"
+#include "engine/engine.h"
 
 #define MAX_THREADS 64
 #define CHUNK ((size_t)16 << 10)

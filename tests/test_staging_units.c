@@ -10,9 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "base/base.h"
 #include "helpers.h"
-#include "staging.h"
+#include "engine/engine.h"
 
 #define CHUNK ((size_t)64 << 10)
 

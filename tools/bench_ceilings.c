@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "bench.h"
-#include "common.h"
-#include "context.h"
-#include "io_common.h"
+#include "base/base.h"
+#include "context/context.h"
+#include "io/io.h"
 
 #define H2D_BYTES (256u << 20)
 #define H2D_COPIES 4

@@ -14,7 +14,7 @@
 
 #include "bench.h"
 #include "cli.h"
-#include "common.h"
+#include "base/base.h"
 
 #define BENCH_SEED 1
 #define MAX_GEN_THREADS 8

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "common.h"
+#include "base/base.h"
 
 /* Workers arrive and wait; the main thread waits for all, then opens it. */
 struct gate {

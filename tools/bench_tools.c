@@ -18,10 +18,10 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "common.h"
-#include "context.h"
-#include "io_common.h"
-#include "staging.h"
+#include "base/base.h"
+#include "context/context.h"
+#include "io/io.h"
+#include "engine/engine.h"
 
 #define TUNED_DEFAULT_CHUNK (1u << 20)
 

@@ -10,8 +10,8 @@
 
 #include "bench.h"
 #include "cli.h"
-#include "common.h"
-#include "context.h"
+#include "base/base.h"
+#include "context/context.h"
 
 static const char bench_help[] =
 	"usage: ferry bench [--json] [--dir DIR] [--workload large|medium|small|NAME]\n"

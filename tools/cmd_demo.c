@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "common.h"
+#include "base/base.h"
 
 #define DEMO_SEED 1
 

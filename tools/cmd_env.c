@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "common.h"
+#include "base/base.h"
 
 static const char env_help[] =
 	"usage: ferry env\n"

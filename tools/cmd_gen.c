@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "common.h"
-#include "npy.h"
+#include "base/base.h"
+#include "npy/npy.h"
 
 static const char gen_help[] =
 	"usage: ferry gen --out DIR [--files N] [--size BYTES] [--dtype NAME] [--shape AxB...]\n"

@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "common.h"
+#include "base/base.h"
 
 static const char info_help[] =
 	"usage: ferry info [--json] FILE...\n"

@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "common.h"
-#include "npy.h"
+#include "base/base.h"
+#include "npy/npy.h"
 
 static const char read_help[] =
 	"usage: ferry read [--verify] [--dump OUTDIR] [--threads N] [--direct]\n"

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "common.h"
-#include "reader.h"
+#include "base/base.h"
+#include "reader/reader.h"
 
 static const char dataset_help[] =
 	"usage: ferry read --root DIR [--filter GLOB] | --list FILE | --files PATH...\n"

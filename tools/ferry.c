@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "common.h"
+#include "base/base.h"
 #include "ferry.h"
 
 static const struct ferry_cli_command commands[] = {

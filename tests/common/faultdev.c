@@ -2,7 +2,7 @@
  * failing the Nth call of the armed class. */
 #include <pthread.h>
 
-#include "common.h"
+#include "base/base.h"
 #include "helpers.h"
 
 struct fault_device {

@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "base/base.h"
 #include "helpers.h"
-#include "io.h"
+#include "io/io.h"
 
 #define SHORT_READ_MAX 61 /* bytes a short pread returns at most: less than any header */
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "device.h"
+#include "device/device.h"
 
 #define T_EXIT_PASS 0
 #define T_EXIT_FAIL 1

@@ -1,0 +1,253 @@
+/* The public loading calls: ferry_info, ferry_load, ferry_load_into, ferry_read_range. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "load/load.h"
+
+struct ferry_array {
+	ferry_ctx *ctx;
+	void *data;
+	int owns_data;              /* ferry_load allocated data; free frees it */
+	int async;                  /* loaded by a *_async call: */
+	struct ferry__ticket ticket; /* its copies, for host waits */
+	struct ferry__event *fence; /* recorded after them at the first stream wait */
+	pthread_mutex_t fence_lock;
+	char *path;                 /* for messages */
+	struct ferry_array_info info;
+};
+
+static int open_file(ferry_ctx *ctx, const char *path, struct ferry__file **out)
+{
+	return ctx->io_ops->open(ctx->io, path, ctx->direct ? FERRY__IO_DIRECT : 0, out);
+}
+
+/* Public calls name the file in every error; NULL paths are refused. */
+static int check_path(const char *path)
+{
+	ferry__clear_error();
+	return path ? 0 : ferry__fail(-EINVAL, "path is NULL");
+}
+
+int ferry_info(const char *path, struct ferry_array_info *out)
+{
+	struct ferry__file *f;
+	struct ferry__npy_header h;
+	int rc = check_path(path);
+	if (rc < 0)
+		return rc;
+	rc = ferry__io_posix.open(NULL, path, 0, &f);
+	if (rc < 0)
+		return rc;
+	rc = ferry__load_header(f, &h, NULL);
+	if (rc == 0)
+		ferry__info_from_header(&h, out);
+	ferry__io_posix.close(NULL, f);
+	return ferry__fail_subject(rc, path);
+}
+
+/* Opens path, reads its header and, when dst is NULL, allocates device memory.
+ * With async it returns once the copies are launched (see ferry__load_ranges). */
+static int load_file(ferry_ctx *ctx, const char *path, void **dst, size_t dst_len,
+		     struct ferry_array_info *info, struct ferry__ticket *async)
+{
+	struct ferry__file *f;
+	struct ferry__npy_header h;
+	unsigned char head[FERRY__HEAD_MAX];
+	int rc = open_file(ctx, path, &f);
+	if (rc < 0)
+		return rc;
+	if ((rc = ferry__load_header(f, &h, head)) < 0)
+		goto out;
+	if (*dst && dst_len < h.data_size) {
+		rc = ferry__fail(-ENOSPC, "%s: array needs %llu bytes, buffer holds %zu", path,
+				 (unsigned long long)h.data_size, dst_len);
+		goto out;
+	}
+	int allocated = !*dst;
+	if (allocated && (rc = ferry_device_alloc(ctx, h.data_size, dst)) < 0) {
+		ferry__fail(rc, "%s: cannot allocate %llu bytes of device memory: %s", path,
+			    (unsigned long long)h.data_size, ferry_last_error());
+		goto out;
+	}
+	struct ferry__load_opts opts = { .parallel = ctx->threads, .async = async, .head = head,
+					 .head_len = ferry__head_len(&h) };
+	rc = ferry__load_payload(ctx, f, &h, *dst, &opts);
+	if (rc < 0 && allocated) {
+		ferry_device_free(ctx, *dst);
+		*dst = NULL;
+	}
+	if (rc == 0 && info)
+		ferry__info_from_header(&h, info);
+out:
+	ctx->io_ops->close(ctx->io, f);
+	return rc;
+}
+
+/* Waits for the copies of an async load: on the lane they went to, if any. */
+static int wait_copies(ferry_array *a)
+{
+	return a->async && a->ticket.stg ? ferry__staging_wait(a->ticket.stg, &a->ticket) : 0;
+}
+
+static void array_free(ferry_array *a)
+{
+	struct ferry__device *dev = a->ctx->dev;
+	wait_copies(a); /* no copy may land in freed memory */
+	if (a->fence)
+		dev->ops->event_destroy(dev, a->fence);
+	pthread_mutex_destroy(&a->fence_lock);
+	if (a->owns_data)
+		ferry_device_free(a->ctx, a->data);
+	free(a->path);
+	free(a);
+}
+
+/* Makes an array for a load of path into dst (NULL: into new device memory). */
+static int new_array(ferry_ctx *ctx, const char *path, void *dst, int async, ferry_array **out)
+{
+	ferry_array *a = calloc(1, sizeof(*a));
+	if (!a || !(a->path = strdup(path))) {
+		free(a);
+		return ferry__fail(-ENOMEM, "%s: out of memory", path);
+	}
+	a->ctx = ctx;
+	a->data = dst;
+	a->owns_data = !dst; /* load_file then allocates it, freeing it again if it fails */
+	a->async = async;
+	pthread_mutex_init(&a->fence_lock, NULL);
+	*out = a;
+	return 0;
+}
+
+static int load_array(ferry_ctx *ctx, const char *path, void *dst, size_t dst_len, int async,
+		      ferry_array **out)
+{
+	ferry_array *a = NULL;
+	int rc = check_path(path);
+	if (rc == 0)
+		rc = new_array(ctx, path, dst, async, &a);
+	if (rc < 0)
+		return rc;
+	rc = load_file(ctx, path, &a->data, dst_len, &a->info, async ? &a->ticket : NULL);
+	if (rc < 0) {
+		array_free(a); /* which waits for any copy still in flight */
+		return ferry__fail_subject(rc, path);
+	}
+	*out = a;
+	return 0;
+}
+
+int ferry_load(ferry_ctx *ctx, const char *path, ferry_array **out)
+{
+	return load_array(ctx, path, NULL, 0, 0, out);
+}
+
+int ferry_load_async(ferry_ctx *ctx, const char *path, ferry_array **out)
+{
+	return load_array(ctx, path, NULL, 0, 1, out);
+}
+
+int ferry_load_into(ferry_ctx *ctx, const char *path, void *dst, size_t dst_len,
+		    struct ferry_array_info *info)
+{
+	int rc = check_path(path);
+	if (rc < 0)
+		return rc;
+	if (!dst)
+		return ferry__fail(-EINVAL, "%s: destination is NULL", path);
+	return ferry__fail_subject(load_file(ctx, path, &dst, dst_len, info, NULL), path);
+}
+
+int ferry_load_into_async(ferry_ctx *ctx, const char *path, void *dst, size_t dst_len,
+			  ferry_array **out)
+{
+	int rc = check_path(path);
+	if (rc < 0)
+		return rc;
+	if (!dst)
+		return ferry__fail(-EINVAL, "%s: destination is NULL", path);
+	return load_array(ctx, path, dst, dst_len, 1, out);
+}
+
+int ferry_array_wait(ferry_array *a)
+{
+	int rc = wait_copies(a);
+	if (rc < 0)
+		ferry__fail(rc, "%s: copying to the device failed: %s", a->path, ferry_strerror(rc));
+	return rc;
+}
+
+/* Records the fence once, at the first stream wait: after every copy queued so
+ * far on the array's lane, its own among them (a load that queued none was
+ * complete on return, so any lane will do). Loads waited for on the host never
+ * pay for an event. */
+static int record_fence(ferry_array *a)
+{
+	struct ferry__device *dev = a->ctx->dev;
+	int rc = 0;
+	pthread_mutex_lock(&a->fence_lock);
+	if (!a->fence) {
+		struct ferry__event *ev;
+		if ((rc = dev->ops->event_create(dev, &ev)) == 0 &&
+		    (rc = ferry__staging_commit(a->ticket.stg ? a->ticket.stg : ferry__ctx_lane(a->ctx),
+						 ev)) < 0)
+			dev->ops->event_destroy(dev, ev);
+		if (rc == 0)
+			a->fence = ev;
+	}
+	pthread_mutex_unlock(&a->fence_lock);
+	return rc;
+}
+
+/* As for batches: on CUDA the caller's CUstream waits on the device; the host
+ * device has no streams, so there it is a host wait. */
+int ferry_array_stream_wait(ferry_array *a, void *cuda_stream)
+{
+	struct ferry__device *dev = a->ctx->dev;
+	if (!a->async || strcmp(dev->ops->name, "cuda"))
+		return ferry_array_wait(a);
+	int rc = record_fence(a);
+	if (rc == 0)
+		rc = dev->ops->stream_wait_event(dev, (struct ferry__stream *)cuda_stream, a->fence);
+	if (rc < 0)
+		ferry__fail(rc, "%s: cannot make the stream wait: %s", a->path, ferry_strerror(rc));
+	return rc;
+}
+
+void *ferry_array_data(const ferry_array *a)
+{
+	return a->data;
+}
+
+const struct ferry_array_info *ferry_array_info(const ferry_array *a)
+{
+	return &a->info;
+}
+
+void ferry_array_free(ferry_array *a)
+{
+	if (a)
+		array_free(a);
+}
+
+int ferry_read_range(ferry_ctx *ctx, const char *path, uint64_t offset, uint64_t len, void *dst)
+{
+	struct ferry__file *f;
+	int rc = check_path(path);
+	if (rc == 0)
+		rc = open_file(ctx, path, &f);
+	if (rc < 0)
+		return rc;
+	if (offset > f->size || len > f->size - offset)
+		rc = ferry__fail(-FERRY_ETRUNCATED, "%s: range %llu+%llu runs past the end (%llu bytes)",
+				 path, (unsigned long long)offset, (unsigned long long)len,
+				 (unsigned long long)f->size);
+	else if (len)
+		rc = ferry__load_ranges(ctx, f, &(struct ferry__range){ offset, len, dst }, 1,
+					&(struct ferry__load_opts){ .parallel = ctx->threads });
+	ctx->io_ops->close(ctx->io, f);
+	return ferry__fail_subject(rc, path);
+}

@@ -1,0 +1,62 @@
+/* Helpers every layer uses: error messages, environment parsing, time. */
+#ifndef FERRY_COMMON_H
+#define FERRY_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ferry.h"
+
+#define FERRY__ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Sets the calling thread's last error message (printf-style) and returns err,
+ * so a failure reads: return ferry__fail(-EIO, "%s: read failed", path); */
+int ferry__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Makes sure the calling thread's message for err names subject (a file, a
+ * directory): "subject: <message>", or "subject: <strerror>" when there is no
+ * message. Returns err. For public calls, whose message must name what they
+ * were asked about even when the failure came from a layer that does not know. */
+int ferry__fail_subject(int err, const char *subject);
+/* A malloc'd copy of the calling thread's message (NULL when out of memory). */
+char *ferry__error_copy(void);
+/* Clears the calling thread's last error message. */
+void ferry__clear_error(void);
+
+/* Reads an environment variable as an unsigned integer in [lo, hi]; writes def
+ * when unset or empty. -FERRY_ECONFIG (with a message naming it) when invalid. */
+int ferry__env_uint(const char *name, unsigned long lo, unsigned long hi,
+		    unsigned long def, unsigned long *out);
+/* Parses "123", "64k", "2M", "1G" (binary units) into bytes. -FERRY_ECONFIG when invalid. */
+int ferry__parse_size(const char *text, uint64_t *out);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t ferry__now_ns(void);
+
+/* Page size of this machine. */
+size_t ferry__page_size(void);
+
+/* Aligned host allocation, zeroed; NULL on failure. Free with free(). */
+void *ferry__aligned_alloc(size_t align, size_t len);
+
+/* ==== threads: a small pool ==== */
+/* A small thread pool: one mutex, one condition variable, a task queue. */
+
+struct ferry__pool;
+
+/* Starts n worker threads (n >= 1). Returns 0 or a negative code. */
+int ferry__pool_create(unsigned n, struct ferry__pool **out);
+/* Runs the tasks still queued, then stops and joins the workers. */
+void ferry__pool_destroy(struct ferry__pool *pool);
+/* Queues fn(arg) to run on a worker. Returns 0 or -ENOMEM. */
+int ferry__pool_submit(struct ferry__pool *pool, void (*fn)(void *arg), void *arg);
+/* Runs fn(arg, i) on the caller (i = 0) and on up to n - 1 workers (i = 1..),
+ * and returns when every started call has returned. Calls that no worker has
+ * started by the time the caller's own call returns are skipped, so fn should
+ * pull its work from a shared counter; this also makes it safe to call from a
+ * pool worker. Returns how many calls ran. */
+unsigned ferry__pool_parallel(struct ferry__pool *pool, unsigned n,
+			      void (*fn)(void *arg, unsigned i), void *arg);
+/* Number of worker threads. */
+unsigned ferry__pool_size(struct ferry__pool *pool);
+
+#endif

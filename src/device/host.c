@@ -1,0 +1,381 @@
+/*
+ * The host device: the device interface with host memory, so every engine,
+ * loader and reader test runs on machines without a GPU.
+ *
+ * Each stream is a worker thread that runs its queue in order. An event
+ * completes when the worker passes the point where it was recorded; a gate
+ * stalls the worker until a test opens it. One mutex guards all queues, events
+ * and gates of a device; workers never hold it while copying.
+ */
+#include "device/device.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+
+enum op_kind { OP_COPY, OP_MEMSET, OP_EVENT, OP_WAIT_EVENT, OP_GATE, OP_EXIT };
+
+struct op {
+	enum op_kind kind;
+	struct op *next;
+	void *dst;
+	const void *src;
+	size_t len;
+	int byte;
+	struct ferry__event *event;
+	uint64_t generation; /* OP_EVENT: the record; OP_WAIT_EVENT: the one to wait for */
+	struct ferry__gate *gate;
+};
+
+struct host_device {
+	struct ferry__device base;
+	pthread_mutex_t lock;
+	pthread_cond_t progress; /* an event completed, a gate opened, or an op finished */
+};
+
+struct ferry__stream {
+	struct host_device *dev;
+	pthread_t worker;
+	pthread_cond_t work; /* the queue is no longer empty */
+	struct op *head, *tail;
+	uint64_t queued, done;
+	struct op *exit_op; /* allocated up front: destroy cannot fail */
+};
+
+struct ferry__event {
+	uint64_t recorded;  /* generation of the latest record */
+	uint64_t completed; /* newest generation a worker has passed */
+	unsigned queued;    /* queued records and waits that still use it */
+	int destroyed;      /* destroyed while queued: the last of those frees it */
+};
+
+struct ferry__gate {
+	int open;
+};
+
+static struct host_device *host(struct ferry__device *dev)
+{
+	return (struct host_device *)dev;
+}
+
+static int host_open(int ordinal, struct ferry__device **out)
+{
+	(void)ordinal;
+	struct host_device *d = calloc(1, sizeof(*d));
+	if (!d)
+		return ferry__fail(-ENOMEM, "host device: out of memory");
+	d->base.ops = &ferry__device_host;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->progress, NULL);
+	*out = &d->base;
+	return 0;
+}
+
+static void host_close(struct ferry__device *dev)
+{
+	struct host_device *d = host(dev);
+	pthread_cond_destroy(&d->progress);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+static int host_describe(struct ferry__device *dev, char *buf, size_t len)
+{
+	snprintf(buf, len, "host: host memory, one worker thread per stream (no GPU)");
+	return 0;
+}
+
+static int host_mem_alloc(struct ferry__device *dev, size_t len, void **out)
+{
+	*out = ferry__aligned_alloc(ferry__page_size(), len);
+	return *out ? 0 : ferry__fail(-ENOMEM, "host device: cannot allocate %zu bytes", len);
+}
+
+static void host_mem_free(struct ferry__device *dev, void *ptr)
+{
+	free(ptr);
+}
+
+static void host_pinned_free(struct ferry__device *dev, void *ptr, size_t len)
+{
+	free(ptr);
+}
+
+/* Runs one op outside the lock; the lock is held on entry and on return. */
+static void run_op(struct ferry__stream *s, struct op *op)
+{
+	struct host_device *d = s->dev;
+	switch (op->kind) {
+	case OP_COPY:
+	case OP_MEMSET:
+		pthread_mutex_unlock(&d->lock);
+		if (op->kind == OP_COPY)
+			memmove(op->dst, op->src, op->len);
+		else
+			memset(op->dst, op->byte, op->len);
+		pthread_mutex_lock(&d->lock);
+		break;
+	case OP_EVENT:
+		if (op->event->completed < op->generation)
+			op->event->completed = op->generation;
+		break;
+	case OP_WAIT_EVENT:
+		while (op->event->completed < op->generation)
+			pthread_cond_wait(&d->progress, &d->lock);
+		break;
+	case OP_GATE:
+		while (!op->gate->open)
+			pthread_cond_wait(&d->progress, &d->lock);
+		break;
+	case OP_EXIT:
+		break;
+	}
+}
+
+/* As with CUDA, an event may be destroyed while records or waits that use it
+ * are queued: it is freed once the last of them has run. Lock held. */
+static void release_event_locked(struct ferry__event *ev)
+{
+	if (--ev->queued == 0 && ev->destroyed)
+		free(ev);
+}
+
+static void *stream_worker(void *arg)
+{
+	struct ferry__stream *s = arg;
+	struct host_device *d = s->dev;
+	pthread_mutex_lock(&d->lock);
+	for (;;) {
+		while (!s->head)
+			pthread_cond_wait(&s->work, &d->lock);
+		struct op *op = s->head;
+		run_op(s, op);
+		if (op->event)
+			release_event_locked(op->event);
+		s->head = op->next;
+		if (!s->head)
+			s->tail = NULL;
+		s->done++;
+		pthread_cond_broadcast(&d->progress);
+		enum op_kind kind = op->kind;
+		free(op);
+		if (kind == OP_EXIT)
+			break;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+/* Appends op to s; the lock is held. */
+static void enqueue_locked(struct ferry__stream *s, struct op *op)
+{
+	op->next = NULL;
+	if (s->tail)
+		s->tail->next = op;
+	else
+		s->head = op;
+	s->tail = op;
+	s->queued++;
+	pthread_cond_signal(&s->work);
+}
+
+static int enqueue(struct ferry__stream *s, struct op template)
+{
+	struct op *op = malloc(sizeof(*op));
+	if (!op)
+		return ferry__fail(-ENOMEM, "host device: cannot queue an operation");
+	*op = template;
+	pthread_mutex_lock(&s->dev->lock);
+	enqueue_locked(s, op);
+	pthread_mutex_unlock(&s->dev->lock);
+	return 0;
+}
+
+static int host_stream_create(struct ferry__device *dev, struct ferry__stream **out)
+{
+	struct ferry__stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return ferry__fail(-ENOMEM, "host device: cannot create a stream");
+	s->dev = host(dev);
+	s->exit_op = malloc(sizeof(*s->exit_op));
+	if (!s->exit_op) {
+		free(s);
+		return ferry__fail(-ENOMEM, "host device: cannot create a stream");
+	}
+	pthread_cond_init(&s->work, NULL);
+	int rc = pthread_create(&s->worker, NULL, stream_worker, s);
+	if (rc) {
+		pthread_cond_destroy(&s->work);
+		free(s->exit_op);
+		free(s);
+		return ferry__fail(-rc, "host device: cannot start a stream worker");
+	}
+	*out = s;
+	return 0;
+}
+
+static int host_stream_sync(struct ferry__device *dev, struct ferry__stream *s)
+{
+	struct host_device *d = host(dev);
+	pthread_mutex_lock(&d->lock);
+	uint64_t target = s->queued;
+	while (s->done < target)
+		pthread_cond_wait(&d->progress, &d->lock);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+static void host_stream_destroy(struct ferry__device *dev, struct ferry__stream *s)
+{
+	*s->exit_op = (struct op){ .kind = OP_EXIT }; /* the worker frees it */
+	pthread_mutex_lock(&s->dev->lock);
+	enqueue_locked(s, s->exit_op);
+	pthread_mutex_unlock(&s->dev->lock);
+	pthread_join(s->worker, NULL);
+	pthread_cond_destroy(&s->work);
+	free(s);
+}
+
+static int host_copy_async(struct ferry__device *dev, struct ferry__stream *s, void *dst,
+			   const void *src, size_t len, enum ferry__copy_kind kind)
+{
+	return enqueue(s, (struct op){ .kind = OP_COPY, .dst = dst, .src = src, .len = len });
+}
+
+static int host_copy_sync(struct ferry__device *dev, void *dst, const void *src, size_t len,
+			  enum ferry__copy_kind kind)
+{
+	memmove(dst, src, len);
+	return 0;
+}
+
+static int host_memset_async(struct ferry__device *dev, struct ferry__stream *s, void *dst,
+			     int byte, size_t len)
+{
+	return enqueue(s, (struct op){ .kind = OP_MEMSET, .dst = dst, .byte = byte, .len = len });
+}
+
+static int host_event_create(struct ferry__device *dev, struct ferry__event **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : ferry__fail(-ENOMEM, "host device: cannot create an event");
+}
+
+static void host_event_destroy(struct ferry__device *dev, struct ferry__event *ev)
+{
+	struct host_device *d = host(dev);
+	pthread_mutex_lock(&d->lock);
+	int in_use = ev->queued > 0;
+	ev->destroyed = in_use;
+	pthread_mutex_unlock(&d->lock);
+	if (!in_use)
+		free(ev);
+}
+
+static int host_event_record(struct ferry__device *dev, struct ferry__event *ev,
+			     struct ferry__stream *s)
+{
+	struct op *op = malloc(sizeof(*op));
+	if (!op)
+		return ferry__fail(-ENOMEM, "host device: cannot record an event");
+	*op = (struct op){ .kind = OP_EVENT, .event = ev };
+	pthread_mutex_lock(&s->dev->lock);
+	op->generation = ++ev->recorded;
+	ev->queued++;
+	enqueue_locked(s, op);
+	pthread_mutex_unlock(&s->dev->lock);
+	return 0;
+}
+
+static int host_event_query(struct ferry__device *dev, struct ferry__event *ev)
+{
+	struct host_device *d = host(dev);
+	pthread_mutex_lock(&d->lock);
+	int done = ev->completed >= ev->recorded;
+	pthread_mutex_unlock(&d->lock);
+	return done ? 0 : -EAGAIN;
+}
+
+static int host_event_sync(struct ferry__device *dev, struct ferry__event *ev)
+{
+	struct host_device *d = host(dev);
+	pthread_mutex_lock(&d->lock);
+	uint64_t target = ev->recorded;
+	while (ev->completed < target)
+		pthread_cond_wait(&d->progress, &d->lock);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+static int host_stream_wait_event(struct ferry__device *dev, struct ferry__stream *s,
+				  struct ferry__event *ev)
+{
+	struct op *op = malloc(sizeof(*op));
+	if (!op)
+		return ferry__fail(-ENOMEM, "host device: cannot queue an event wait");
+	*op = (struct op){ .kind = OP_WAIT_EVENT, .event = ev };
+	pthread_mutex_lock(&s->dev->lock);
+	op->generation = ev->recorded;
+	ev->queued++;
+	enqueue_locked(s, op);
+	pthread_mutex_unlock(&s->dev->lock);
+	return 0;
+}
+
+static int host_gate_create(struct ferry__device *dev, struct ferry__gate **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : ferry__fail(-ENOMEM, "host device: cannot create a gate");
+}
+
+static int host_gate_hold(struct ferry__device *dev, struct ferry__stream *s,
+			  struct ferry__gate *g)
+{
+	return enqueue(s, (struct op){ .kind = OP_GATE, .gate = g });
+}
+
+static int host_gate_open(struct ferry__device *dev, struct ferry__gate *g)
+{
+	struct host_device *d = host(dev);
+	pthread_mutex_lock(&d->lock);
+	g->open = 1;
+	pthread_cond_broadcast(&d->progress);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+static void host_gate_destroy(struct ferry__device *dev, struct ferry__gate *g)
+{
+	free(g);
+}
+
+const struct ferry__device_ops ferry__device_host = {
+	.name = "host",
+	.open = host_open,
+	.close = host_close,
+	.describe = host_describe,
+	.mem_alloc = host_mem_alloc,
+	.mem_free = host_mem_free,
+	.pinned_alloc = host_mem_alloc,
+	.pinned_free = host_pinned_free,
+	.stream_create = host_stream_create,
+	.stream_destroy = host_stream_destroy,
+	.stream_sync = host_stream_sync,
+	.stream_wait_event = host_stream_wait_event,
+	.copy_async = host_copy_async,
+	.copy_sync = host_copy_sync,
+	.memset_async = host_memset_async,
+	.event_create = host_event_create,
+	.event_destroy = host_event_destroy,
+	.event_record = host_event_record,
+	.event_query = host_event_query,
+	.event_sync = host_event_sync,
+	.gate_create = host_gate_create,
+	.gate_hold = host_gate_hold,
+	.gate_open = host_gate_open,
+	.gate_destroy = host_gate_destroy,
+};

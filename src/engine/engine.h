@@ -1,0 +1,161 @@
+/*
+ * The staging engine: a pool of chunk buffers, leases, batches of copies, and
+ * reclamation that keeps the invariant of DESIGN.md:
+ *
+ *   A staging buffer returns to the free pool only after every submitted copy
+ *   that reads from it has completed. Waiting for one batch never authorizes
+ *   reclaiming another.
+ *
+ * A caller leases a buffer, fills it (a file read), and queues one or more
+ * copies out of it; queueing ends the lease and hands the buffer to the pending
+ * batch. A batch is launched (its copies issued on the engine's copy stream and
+ * its own event recorded after them) when it holds more than launch_after
+ * copies, or on commit. Every function is thread-safe.
+ */
+#ifndef FERRY_STAGING_H
+#define FERRY_STAGING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device/device.h"
+
+struct ferry__staging;
+
+enum ferry__placement {
+	FERRY__STAGE_PINNED, /* pinned host memory: copies are host-to-device */
+	FERRY__STAGE_DEVICE, /* device memory: copies are device-to-device */
+};
+
+/* Places where the engine calls the test hooks, never with its lock held. */
+enum ferry__sched_point {
+	FERRY__SP_NO_BUFFER,   /* a lease found no free buffer and cannot grow */
+	FERRY__SP_BEFORE_WAIT, /* about to wait on the oldest batch's event */
+	FERRY__SP_AFTER_WAIT,  /* that wait returned; the lock is not yet re-taken */
+	FERRY__SP_LAUNCHED,    /* a batch was launched */
+};
+
+struct ferry__staging_hooks {
+	void (*point)(void *arg, enum ferry__sched_point point, uint64_t batch_seq);
+	void *arg;
+};
+
+/* Called once for each staging block the engine allocates, and before it frees
+ * one (cuFile registers blocks here). Returns 0 or a negative code. */
+struct ferry__block_hooks {
+	int (*added)(void *arg, void *base, size_t len);
+	void (*removed)(void *arg, void *base, size_t len);
+	void *arg;
+};
+
+struct ferry__staging_config {
+	size_t chunk_size;         /* 0: FERRY_CHUNK_SIZE, else 2 MiB */
+	unsigned max_buffers;      /* 0: 64 */
+	unsigned initial_buffers;  /* 0: 4 (capped at max_buffers) */
+	unsigned launch_after;     /* 0: 32 */
+	enum ferry__placement placement;
+	const struct ferry__staging_hooks *hooks;  /* tests only; may be NULL */
+	const struct ferry__block_hooks *blocks;   /* may be NULL */
+	/* Test only: the flawed rule of DESIGN.md (after a wait, reclaim every
+	 * launched buffer). Exists so the seed test can prove it sees the bug. */
+	int flawed_reclaim;
+	const char *trace_path;  /* NULL: FERRY_TRACE, if set */
+};
+
+struct ferry__buf {
+	void *data;      /* chunk_size bytes, page aligned */
+	size_t size;     /* chunk_size */
+	unsigned id;     /* 0 .. max_buffers-1, stable for the engine's life */
+	/* engine-private below */
+	struct ferry__buf *next;
+	struct ferry__batch *batch;
+	unsigned state;
+};
+
+/* One copy out of a leased buffer. tag and tag_offset name the source for the
+ * trace (a file path and its offset); both may be NULL/0. */
+struct ferry__copy {
+	void *dst;
+	size_t src_offset;
+	size_t len;
+	const char *tag;
+	uint64_t tag_offset;
+};
+
+/* A caller's handle on a group of its copies: zero it, pass it to queue, then
+ * wait on it. After the wait, error holds the first error that hit any of them. */
+struct ferry__ticket {
+	uint64_t seq;   /* the newest batch holding one of its copies */
+	int error;
+	struct ferry__staging *stg; /* the engine its copies went to (set by the loader) */
+};
+
+struct ferry__staging_stats {
+	unsigned total, free, leased, pending, in_flight;
+	uint64_t batches_launched, waits, reclaimed, grown;
+	size_t chunk_size;
+};
+
+/* Reads FERRY_CHUNK_SIZE (a power of two from 4 KiB to 16 MiB, optional k/M
+ * suffix). Writes the default (2 MiB) when unset. -FERRY_ECONFIG when invalid. */
+int ferry__chunk_size_from_env(size_t *out);
+/* Parses a chunk size such as "4096", "64k" or "2M". -FERRY_ECONFIG when invalid. */
+int ferry__parse_chunk_size(const char *text, size_t *out);
+
+int ferry__staging_create(struct ferry__device *dev, const struct ferry__staging_config *cfg,
+			  struct ferry__staging **out);
+/* Launches what is pending, waits for every launched batch, then frees the
+ * pool. Returns -FERRY_ELEASED when buffers are still leased: their memory is
+ * then leaked rather than freed under a caller that may still use it. */
+int ferry__staging_destroy(struct ferry__staging *stg);
+
+/* Grows the pool to at least n buffers now (before copies are in flight). */
+int ferry__staging_reserve(struct ferry__staging *stg, unsigned n);
+/* Leases a free buffer, growing the pool or waiting for the oldest batch. */
+int ferry__staging_lease(struct ferry__staging *stg, struct ferry__buf **out);
+/* Like lease, but never waits: -EAGAIN when no buffer is free now. It reclaims
+ * completed batches (by query) and may grow the pool. */
+int ferry__staging_try_lease(struct ferry__staging *stg, struct ferry__buf **out);
+/* Returns a leased buffer that no copy reads from. */
+int ferry__staging_give_back(struct ferry__staging *stg, struct ferry__buf *buf);
+/* Queues n copies out of buf and ends its lease. t may be NULL. On error the
+ * buffer is returned to the pool and nothing was queued. */
+int ferry__staging_queue(struct ferry__staging *stg, struct ferry__buf *buf,
+			 const struct ferry__copy *copies, unsigned n, struct ferry__ticket *t);
+/* Launches the pending batch (if any); then, if fence is not NULL, records it
+ * on the copy stream after everything queued so far. When no event can be had
+ * for the batch, it is issued anyway and the copy stream waited for. Returns 0
+ * or the launch's error (which its copies' tickets carry too). */
+int ferry__staging_commit(struct ferry__staging *stg, struct ferry__event *fence);
+/* Launches what is pending and waits until the copies of t (all copies queued
+ * so far when t is NULL) have completed. Returns 0 or the first error. */
+int ferry__staging_wait(struct ferry__staging *stg, struct ferry__ticket *t);
+
+void ferry__staging_stats(struct ferry__staging *stg, struct ferry__staging_stats *out);
+/* Writes the ids of free buffers (at most cap) into ids; returns how many. */
+unsigned ferry__staging_free_ids(struct ferry__staging *stg, unsigned *ids, unsigned cap);
+struct ferry__stream *ferry__staging_stream(struct ferry__staging *stg);
+struct ferry__device *ferry__staging_device(struct ferry__staging *stg);
+size_t ferry__staging_chunk_size(struct ferry__staging *stg);
+
+/* ==== the trace ==== */
+/*
+ * FERRY_TRACE=PATH: a CSV trace of engine events, so that a user chasing a
+ * corrupt output can see which buffer fed which copy. Columns:
+ * time_ns,thread,event,buffer,batch,dst,bytes,file,offset
+ */
+
+#include <stdint.h>
+
+struct ferry__trace;
+
+/* Opens the trace named by FERRY_TRACE, or returns NULL when it is unset. */
+struct ferry__trace *ferry__trace_open_env(void);
+/* Opens a trace at path (NULL on failure). */
+struct ferry__trace *ferry__trace_open(const char *path);
+void ferry__trace_close(struct ferry__trace *t);
+/* Appends one line; t may be NULL (then it does nothing). */
+void ferry__trace(struct ferry__trace *t, const char *event, int buffer, uint64_t batch,
+		  const void *dst, uint64_t bytes, const char *file, uint64_t offset);
+
+#endif

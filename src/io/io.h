@@ -1,0 +1,150 @@
+/*
+ * Storage IO backends: open a file, read aligned byte ranges into staging.
+ *
+ * posix and uring read into pinned host staging (the copy to the device is
+ * host-to-device); cufile reads into device staging registered with
+ * cuFileBufRegister (the copy is device-to-device). Every function returns 0
+ * (or a byte count) on success, a negative code on failure, and sets
+ * ferry_last_error() to a message naming the file.
+ */
+#ifndef FERRY_IO_H
+#define FERRY_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "device/device.h"
+#include "engine/engine.h"
+
+struct ferry__io;  /* a backend's state, one per context */
+
+/* What identifies one version of a file: a file replaced (rename, new inode)
+ * or rewritten in place (size, mtime, ctime) no longer matches. */
+struct ferry__file_id {
+	uint64_t dev, ino;
+	uint64_t size;
+	int64_t mtime_ns, ctime_ns;
+	uint64_t nlink;     /* a rename over the path or an unlink moves ctime, not the bytes */
+};
+
+struct ferry__file {
+	const char *path;   /* as given by the caller (owned by the file) */
+	int fd;             /* the descriptor reads use */
+	int direct;         /* opened with O_DIRECT */
+	uint64_t size;      /* file size at open (id.size) */
+	struct ferry__file_id id; /* the file as it was opened */
+	void *backend;      /* backend-private (cuFile handle) */
+};
+
+/* One read of a batch: len bytes at offset into dst. result: bytes read, or a
+ * negative code. */
+struct ferry__io_req {
+	void *dst;
+	size_t len;
+	uint64_t offset;
+	ssize_t result;
+};
+
+enum { FERRY__IO_DIRECT = 1 };
+
+struct ferry__io_ops {
+	const char *name;                 /* "posix", "uring", "cufile" */
+	enum ferry__placement placement;  /* where its reads land */
+	unsigned depth;                   /* requests one read call keeps in flight at once */
+
+	/* Probes and sets up the backend for dev; -FERRY_EIO_BACKEND when absent. */
+	int (*init)(struct ferry__device *dev, struct ferry__io **out);
+	void (*fini)(struct ferry__io *io);
+	/* One line: the mode (cuFile: "direct GDS" or "compatibility"), or "". */
+	int (*describe)(struct ferry__io *io, char *buf, size_t len);
+
+	/* Opens path for reading; flags FERRY__IO_DIRECT asks for O_DIRECT (falls
+	 * back to buffered reads, saying so once, where the file system refuses). */
+	int (*open)(struct ferry__io *io, const char *path, int flags, struct ferry__file **out);
+	void (*close)(struct ferry__io *io, struct ferry__file *f);
+
+	/* Reads every request of reqs (several in flight where the backend can);
+	 * loops over short reads, stops at EOF. For direct files, dst, len and
+	 * offset must be multiples of 4096 (len may run past EOF). Returns 0 when
+	 * every request ran (each result says how far it got), or a negative code. */
+	int (*read)(struct ferry__io *io, struct ferry__file *f, struct ferry__io_req *reqs,
+		    unsigned n);
+
+	/* Staging blocks are registered once, as the engine allocates them (may be
+	 * NULL when the backend needs no registration). */
+	int (*register_block)(struct ferry__io *io, void *base, size_t len);
+	void (*deregister_block)(struct ferry__io *io, void *base, size_t len);
+};
+
+/*
+ * Reads len bytes at offset of the open file f into host memory at buf
+ * (whatever the backend: headers and host conversions read this way, never
+ * by reopening the path). Direct files are read through an aligned bounce
+ * buffer unless buf, len and offset are aligned. With got NULL, a file that
+ * ends first is -FERRY_ETRUNCATED; else *got says how many bytes were read.
+ * Returns 0 or a negative code, with a message naming the file.
+ */
+int ferry__io_read_host(struct ferry__file *f, void *buf, size_t len, uint64_t offset,
+			size_t *got);
+
+/*
+ * Checks that f still holds the bytes it held when opened: same device,
+ * inode, size and modification time, and the same change time unless its
+ * link count changed (renaming another file over the path, or unlinking it,
+ * moves ctime but leaves an open file's bytes alone). Returns 0, or
+ * -FERRY_ECHANGED with a message naming the file and what changed.
+ */
+int ferry__io_check_unchanged(struct ferry__file *f);
+
+extern const struct ferry__io_ops ferry__io_posix;
+extern const struct ferry__io_ops ferry__io_uring; /* name NULL when built without liburing */
+extern const struct ferry__io_ops ferry__io_cufile;
+
+/* The table named name, or NULL when unknown or not built. */
+const struct ferry__io_ops *ferry__io_find(const char *name);
+
+/* ==== shared by the backends ==== */
+/*
+ * What the IO backends share (implemented in io.c): opening a file with the
+ * O_DIRECT fallback, checking requests, ending reads at EOF, and the message
+ * of a failed read.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/io.h"
+
+/* O_DIRECT alignment of buffers, lengths and file offsets. */
+#define FERRY__IO_ALIGN 4096u
+
+/*
+ * Opens path read-only into a new ferry__file (path copied, size and mtime from
+ * fstat; directories and other non-regular files are refused). With
+ * FERRY__IO_DIRECT it resolves the path and tries O_DIRECT first; where the
+ * file system refuses, it falls back to buffered reads and says so on stderr,
+ * once per process. Returns 0 or a negative code with a message naming path.
+ */
+int ferry__io_file_open(const char *path, int flags, struct ferry__file **out);
+
+/* Closes f's descriptor and frees f (NULL is allowed). */
+void ferry__io_file_close(struct ferry__file *f);
+
+/*
+ * Checks every request of reqs against f and zeroes its result: the range must
+ * fit in an off_t and, when aligned is set and f is direct, dst, len and offset
+ * must be multiples of FERRY__IO_ALIGN. Returns 0, or -EINVAL with a message
+ * (the offending request's result is set to it too).
+ */
+int ferry__io_check_requests(const struct ferry__file *f, struct ferry__io_req *reqs,
+			     unsigned n, int aligned);
+
+/* Returns 1 when a read of f that has got done bytes so far has reached EOF
+ * although it asked for more: direct reads end short (unaligned) only there. */
+int ferry__io_direct_eof(const struct ferry__file *f, size_t done);
+
+/* Sets the message "PATH: read at offset N: strerror(-err)" and returns err. */
+int ferry__io_read_failed(const struct ferry__file *f, uint64_t offset, int err);
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * The posix IO backend: pread into pinned host staging, one request after
+ * another on the calling thread.
+ */
+#include "io/io.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+struct posix_io {
+	struct ferry__device *dev;
+};
+
+/* Returns 0 and a new backend state; posix needs nothing but memory. */
+static int posix_init(struct ferry__device *dev, struct ferry__io **out)
+{
+	struct posix_io *p = calloc(1, sizeof(*p));
+
+	*out = NULL;
+	if (!p)
+		return ferry__fail(-ENOMEM, "posix: out of memory");
+	p->dev = dev;
+	*out = (struct ferry__io *)(void *)p;
+	return 0;
+}
+
+static void posix_fini(struct ferry__io *io)
+{
+	free(io);
+}
+
+/* Returns 0 after writing the one-line description. */
+static int posix_describe(struct ferry__io *io, char *buf, size_t len)
+{
+	snprintf(buf, len, "posix: pread");
+	return 0;
+}
+
+static int posix_open(struct ferry__io *io, const char *path, int flags,
+		      struct ferry__file **out)
+{
+	return ferry__io_file_open(path, flags, out);
+}
+
+static void posix_close(struct ferry__io *io, struct ferry__file *f)
+{
+	ferry__io_file_close(f);
+}
+
+/* Reads r with pread until it is complete or EOF. Returns the byte count, or
+ * -errno with *failed_at set to the offset that failed. */
+static ssize_t read_request(const struct ferry__file *f, const struct ferry__io_req *r,
+			    uint64_t *failed_at)
+{
+	size_t done = 0;
+
+	while (done < r->len) {
+		ssize_t got = pread(f->fd, (char *)r->dst + done, r->len - done,
+				    (off_t)(r->offset + done));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			*failed_at = r->offset + done;
+			return -errno;
+		}
+		if (got == 0)
+			break;
+		done += (size_t)got;
+		if (ferry__io_direct_eof(f, done))
+			break;
+	}
+	return (ssize_t)done;
+}
+
+/* Runs every request, each result saying how far it got or its error. Returns
+ * 0, or the first failed request's error (the message names it). */
+static int posix_read(struct ferry__io *io, struct ferry__file *f, struct ferry__io_req *reqs,
+		      unsigned n)
+{
+	int first_error = ferry__io_check_requests(f, reqs, n, 1);
+	uint64_t failed_at = 0;
+
+	if (first_error < 0)
+		return first_error;
+	for (unsigned i = 0; i < n; i++) {
+		reqs[i].result = read_request(f, &reqs[i], &failed_at);
+		if (reqs[i].result < 0 && !first_error)
+			first_error = ferry__io_read_failed(f, failed_at, (int)reqs[i].result);
+	}
+	return first_error;
+}
+
+const struct ferry__io_ops ferry__io_posix = {
+	.name = "posix",
+	.placement = FERRY__STAGE_PINNED,
+	.depth = 1,
+	.init = posix_init,
+	.fini = posix_fini,
+	.describe = posix_describe,
+	.open = posix_open,
+	.close = posix_close,
+	.read = posix_read,
+};

@@ -1,0 +1,78 @@
+/*
+ * File loading: byte ranges of a file into device memory, chunk by chunk,
+ * through the staging engine. Reads start at 4096-aligned offsets (as O_DIRECT
+ * needs); the unaligned start of a range is a copy offset into the chunk.
+ */
+#ifndef FERRY_LOAD_H
+#define FERRY_LOAD_H
+
+#include <stdint.h>
+
+#include "context/context.h"
+#include "npy/npy.h"
+
+/* Header bytes a load keeps to re-check: every header numpy writes fits. */
+#define FERRY__HEAD_MAX 512
+
+/* len bytes of the file at offset go to device memory at dst. */
+struct ferry__range {
+	uint64_t offset;
+	uint64_t len;
+	char *dst;
+};
+
+/* What a load read: for the stats of callers (the reader's bytes-read counter). */
+struct ferry__load_stats {
+	uint64_t bytes_read;   /* bytes requested from storage (aligned, chunked) */
+	uint64_t reads;        /* read requests */
+};
+
+/* How to run one load. A zeroed struct waits for the copies, on one thread. */
+struct ferry__load_opts {
+	unsigned parallel;               /* IO threads: the caller and pool workers */
+	struct ferry__ticket *async;     /* see ferry__load_ranges; NULL: wait */
+	struct ferry__load_stats *stats; /* added to; may be NULL */
+	/* The file's first head_len bytes as its header was parsed from (NULL:
+	 * none): a read of offset 0 that sees other bytes is another version of
+	 * the file. */
+	const unsigned char *head;
+	size_t head_len;
+};
+
+/*
+ * Reads every range of the open file f into device memory, on up to
+ * opts->parallel threads, coalescing ranges that fall into one chunk into one
+ * read. Ranges must be sorted by offset and not overlap. Returns 0 once every
+ * byte is on the device, or the first error (with a message naming the file):
+ * -FERRY_ECHANGED when the file changed while it was read, or when a read of
+ * offset 0 saw other header bytes than opts->head. With opts->async (a zeroed
+ * ticket, or one used before) it returns 0 once every copy is launched, queued
+ * on that ticket and on the lane it names (the calling thread's,
+ * ferry__ctx_lane, when the ticket had none): the caller waits for them with
+ * ferry__staging_wait(async->stg, async), which also reports a copy failing
+ * later, and must before async goes away. After an error no copy is left in
+ * flight either way.
+ */
+int ferry__load_ranges(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__range *ranges,
+		       unsigned n, const struct ferry__load_opts *opts);
+
+/* Reads and validates the header of the open file f (against its size too),
+ * through the IO layer. head (may be NULL) gets the header's first
+ * ferry__head_len(h) bytes. */
+int ferry__load_header(struct ferry__file *f, struct ferry__npy_header *h,
+		       unsigned char head[FERRY__HEAD_MAX]);
+/* How many bytes of h's header a load keeps to re-check: min(data_offset,
+ * FERRY__HEAD_MAX). */
+size_t ferry__head_len(const struct ferry__npy_header *h);
+
+/* Loads the payload of f, whose header is h, into dst as C order, native byte
+ * order (converting on the host when the file is big-endian or Fortran order,
+ * from the same open file). opts as for ferry__load_ranges (a converted
+ * payload is complete on return). */
+int ferry__load_payload(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__npy_header *h,
+			void *dst, const struct ferry__load_opts *opts);
+
+/* Fills ferry_array_info from a parsed header. */
+void ferry__info_from_header(const struct ferry__npy_header *h, struct ferry_array_info *out);
+
+#endif

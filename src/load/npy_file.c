@@ -1,0 +1,141 @@
+/* .npy files: the header from the first bytes, the payload through load.c.
+ * Every read goes through the one open file whose header was validated. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "npy/npy.h"
+#include "io/io.h"
+#include "load/load.h"
+
+#define HEADER_PROBE 4096u
+
+static int parse_prefix(struct ferry__file *f, const void *buf, size_t got,
+			struct ferry__npy_header *h)
+{
+	char why[160];
+	int64_t need = ferry__npy_header_length(buf, got, why, sizeof(why));
+	if (need < 0)
+		return ferry__fail((int)need, "%s: %s", f->path, why);
+	if ((uint64_t)need > got)
+		return ferry__fail(-FERRY_EFORMAT, "%s: header of %lld bytes runs past the end of the file",
+				   f->path, (long long)need);
+	int rc = ferry__npy_parse(buf, got, h, why, sizeof(why));
+	if (rc == 0)
+		rc = ferry__npy_check_size(h, f->size, why, sizeof(why));
+	return rc < 0 ? ferry__fail(rc, "%s: %s", f->path, why) : 0;
+}
+
+size_t ferry__head_len(const struct ferry__npy_header *h)
+{
+	return h->data_offset < FERRY__HEAD_MAX ? (size_t)h->data_offset : FERRY__HEAD_MAX;
+}
+
+/* Parses the header from the first got bytes of f at buf, keeping its bytes. */
+static int parse_kept(struct ferry__file *f, const unsigned char *buf, size_t got,
+		      struct ferry__npy_header *h, unsigned char *head)
+{
+	int rc = parse_prefix(f, buf, got, h);
+	if (rc == 0 && head)
+		memcpy(head, buf, ferry__head_len(h));
+	return rc;
+}
+
+int ferry__load_header(struct ferry__file *f, struct ferry__npy_header *h,
+		       unsigned char head[FERRY__HEAD_MAX])
+{
+	_Alignas(4096) unsigned char probe[HEADER_PROBE];
+	size_t got;
+	int rc = ferry__io_read_host(f, probe, sizeof(probe), 0, &got);
+	if (rc < 0)
+		return rc;
+	char why[160];
+	int64_t need = ferry__npy_header_length(probe, got, why, sizeof(why));
+	if (need < 0 || (uint64_t)need <= got)
+		return parse_kept(f, probe, got, h, head);
+	/* A long header (up to FERRY__NPY_MAX_HEADER): read it whole. */
+	size_t len = ((size_t)need + HEADER_PROBE - 1) / HEADER_PROBE * HEADER_PROBE;
+	unsigned char *big = ferry__aligned_alloc(HEADER_PROBE, len);
+	if (!big)
+		return ferry__fail(-ENOMEM, "%s: out of memory reading the header", f->path);
+	rc = ferry__io_read_host(f, big, len, 0, &got);
+	if (rc == 0)
+		rc = parse_kept(f, big, got, h, head);
+	free(big);
+	return rc;
+}
+
+void ferry__info_from_header(const struct ferry__npy_header *h, struct ferry_array_info *out)
+{
+	*out = (struct ferry_array_info){
+		.dtype = h->dtype, .itemsize = h->itemsize, .ndim = h->ndim, .count = h->count,
+		.nbytes = h->data_size, .fortran_order = h->fortran_order, .byteswapped = h->swap,
+		.version_major = h->major, .version_minor = h->minor, .data_offset = h->data_offset,
+	};
+	memcpy(out->shape, h->shape, sizeof(out->shape[0]) * (size_t)h->ndim);
+}
+
+/* Fortran and C layouts agree when at most one axis is longer than 1. */
+static int layout_is_c(const struct ferry__npy_header *h)
+{
+	int long_axes = 0;
+	for (int i = 0; i < h->ndim; i++)
+		long_axes += h->shape[i] > 1;
+	return !h->fortran_order || long_axes <= 1;
+}
+
+/* Converts raw (the file's payload) in place or into ordered, as h says. */
+static void convert_on_host(const struct ferry__npy_header *h, void *raw, void *ordered)
+{
+	if (h->swap)
+		ferry__byteswap(raw, h->count, h->itemsize,
+				h->dtype == FERRY_COMPLEX64 || h->dtype == FERRY_COMPLEX128);
+	if (ordered)
+		ferry__fortran_to_c(ordered, raw, h->ndim, h->shape, h->itemsize);
+}
+
+/* Big-endian or Fortran-order payloads: read from the same open file on the
+ * host, convert, copy over. */
+static int load_converted(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__npy_header *h,
+			  void *dst)
+{
+	int rc = -ENOMEM;
+	char *raw = malloc(h->data_size), *ordered = NULL;
+	if (!raw || (!layout_is_c(h) && !(ordered = malloc(h->data_size)))) {
+		ferry__fail(rc, "%s: out of memory converting %llu bytes", f->path,
+			    (unsigned long long)h->data_size);
+		goto out;
+	}
+	rc = ferry__io_read_host(f, raw, h->data_size, h->data_offset, NULL);
+	if (rc == 0)
+		rc = ferry__io_check_unchanged(f);
+	if (rc < 0)
+		goto out;
+	convert_on_host(h, raw, ordered);
+	rc = ctx->dev->ops->copy_sync(ctx->dev, dst, ordered ? ordered : raw, h->data_size,
+				      FERRY__H2D);
+	if (rc < 0)
+		ferry__fail(rc, "%s: copy to the device failed: %s", f->path, ferry_strerror(rc));
+out:
+	free(raw);
+	free(ordered);
+	return rc;
+}
+
+int ferry__load_payload(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__npy_header *h,
+			void *dst, const struct ferry__load_opts *opts)
+{
+	if (h->data_size == 0)
+		return ferry__io_check_unchanged(f);
+	if (h->swap || !layout_is_c(h)) {
+		if (opts->stats) {
+			opts->stats->bytes_read += h->data_size;
+			opts->stats->reads++;
+		}
+		return load_converted(ctx, f, h, dst);
+	}
+	struct ferry__range range = { .offset = h->data_offset, .len = h->data_size, .dst = dst };
+	return ferry__load_ranges(ctx, f, &range, 1, opts);
+}
