@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "base/base.h"
+#include "context/context.h"
 #include "engine/engine.h"
 
 #define DST_BYTES ((size_t)1 << 30)
@@ -68,7 +69,8 @@ static void *engine_worker(void *arg)
 static double through_engine(struct ferry__device *dev, char *dst, size_t chunk, uint64_t chunks,
 			     unsigned threads)
 {
-	struct ferry__staging_config cfg = { .chunk_size = chunk, .placement = FERRY__STAGE_PINNED };
+	struct ferry__staging_config cfg = { .chunk_size = chunk, .max_buffers = 64,
+					     .launch_after = 32, .placement = FERRY__STAGE_PINNED };
 	struct job j = { .dst = dst, .chunk = chunk, .chunks = chunks };
 	check(ferry__staging_create(dev, &cfg, &j.stg), "engine");
 	check(ferry__staging_reserve(j.stg, 64), "reserve");
@@ -88,13 +90,14 @@ int main(int argc, char **argv)
 {
 	double gib = argc > 1 ? atof(argv[1]) : 8;
 	struct ferry__device *dev;
-	check(ferry__device_open_env(&dev), "device");
+	struct ferry__settings set;
+	check(ferry__settings_resolve(NULL, &set), "settings");
+	check(ferry__ctx_open_device(NULL, &dev), "device");
 	char name[256];
 	dev->ops->describe(dev, name, sizeof(name));
 	char *dst;
 	check(dev->ops->mem_alloc(dev, DST_BYTES, (void **)&dst), "device memory");
-	size_t chunk;
-	check(ferry__chunk_size_from_env(&chunk), "chunk size");
+	size_t chunk = set.chunk_size;
 	uint64_t chunks = (uint64_t)(gib * (double)(1ull << 30)) / chunk;
 	double bytes = (double)chunks * (double)chunk;
 	plain_loop(dev, dst, chunk, chunks / 8 + 1); /* warm up */

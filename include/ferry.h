@@ -79,6 +79,8 @@ struct ferry_ctx_options {
 	unsigned max_buffers;  /* staging buffers at most, 1..FERRY_BUFFERS_MAX (FERRY_MAX_BUFFERS, 128) */
 	unsigned threads;    /* IO threads, 1..FERRY_THREADS_MAX (FERRY_THREADS; default: cores, at most 16) */
 	int direct;          /* 1: O_DIRECT reads, 0: buffered, -1: FERRY_ODIRECT (default 0) */
+	unsigned lanes;      /* staging engines, 1..16 (FERRY_LANES, 4; fewer when
+			      * max_buffers cannot give each 8 buffers) */
 };
 
 /* Opens a context. opt may be NULL. Returns 0 or a negative code. */

@@ -170,8 +170,8 @@ static inline void shot_check_pool(const struct fault_shot *s, struct ferry__sta
 /* shot_check_pool on every staging lane of a context. */
 static inline void shot_check_lanes(const struct fault_shot *s, ferry_ctx *ctx)
 {
-	for (unsigned i = 0; i < ctx->nlanes; i++)
-		shot_check_pool(s, ctx->lanes[i]);
+	for (unsigned i = 0; i < ferry__lanes_count(ctx->ld.lanes); i++)
+		shot_check_pool(s, ferry__lanes_get(ctx->ld.lanes, i));
 }
 
 /* Checks what the sweep can tell from the outside. */

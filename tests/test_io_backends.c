@@ -18,6 +18,7 @@
 
 #include "base/base.h"
 #include "helpers.h"
+#include "context/context.h"
 #include "io/io.h"
 
 #define PAGE 4096u
@@ -520,7 +521,7 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	T_ASSERT(ferry__io_find("nonesuch") == NULL && ferry__io_find(NULL) == NULL);
-	if (ferry__device_open_env(&dev) < 0) {
+	if (ferry__ctx_open_device(NULL, &dev) < 0) {
 		printf("note: no device (%s)\n", ferry_last_error());
 		dev = NULL;
 	}

@@ -53,7 +53,7 @@ static void settle(struct caller *c, ferry_array **fl, const unsigned *file, voi
 static void *pipeline(void *arg)
 {
 	struct caller *c = arg;
-	struct ferry__staging *lane = ferry__ctx_lane(c->ctx);
+	struct ferry__staging *lane = ferry__lanes_pick(c->ctx->ld.lanes);
 	void *dst[2];
 	ferry_array *fl[2] = { NULL, NULL };
 	unsigned file[2] = { 0, 0 }, k = 0;
@@ -67,7 +67,7 @@ static void *pipeline(void *arg)
 	}
 	settle(c, fl, file, dst, 0);
 	settle(c, fl, file, dst, 1);
-	if (ferry__ctx_lane(c->ctx) != lane)
+	if (ferry__lanes_pick(c->ctx->ld.lanes) != lane)
 		T_FAIL("thread %u changed lanes", c->id);
 	ferry_device_free(c->ctx, dst[0]);
 	ferry_device_free(c->ctx, dst[1]);
@@ -90,7 +90,7 @@ static void threads_share_lanes(const struct tr_files *d)
 	int rc;
 	ferry_ctx *ctx = ctx_with_lanes("4", &rc);
 	T_OK(rc);
-	T_ASSERT(ctx->nlanes == LANES);
+	T_ASSERT(ferry__lanes_count(ctx->ld.lanes) == LANES);
 	char text[1024];
 	ferry_ctx_describe(ctx, text, sizeof(text));
 	if (!strstr(text, "4 lanes"))
@@ -105,7 +105,7 @@ static void threads_share_lanes(const struct tr_files *d)
 		pthread_join(th[i], NULL);
 	for (unsigned i = 0; i < LANES; i++) {
 		struct ferry__staging_stats st;
-		ferry__staging_stats(ctx->lanes[i], &st);
+		ferry__staging_stats(ferry__lanes_get(ctx->ld.lanes, i), &st);
 		if (st.batches_launched == 0)
 			T_FAIL("lane %u carried no copy", i);
 		if (st.total != 12 || st.free != st.total)
@@ -121,11 +121,11 @@ static void lanes_fit_max_buffers(void)
 	int rc;
 	ferry_ctx *ctx = ctx_with_lanes("16", &rc);
 	T_OK(rc);
-	if (ctx->nlanes != 6)
-		T_FAIL("FERRY_LANES=16 with 48 buffers: %u lanes, expected 6", ctx->nlanes);
-	for (unsigned i = 0; i < ctx->nlanes; i++) {
+	if (ferry__lanes_count(ctx->ld.lanes) != 6)
+		T_FAIL("FERRY_LANES=16 with 48 buffers: %u lanes, expected 6", ferry__lanes_count(ctx->ld.lanes));
+	for (unsigned i = 0; i < ferry__lanes_count(ctx->ld.lanes); i++) {
 		struct ferry__staging_stats st;
-		ferry__staging_stats(ctx->lanes[i], &st);
+		ferry__staging_stats(ferry__lanes_get(ctx->ld.lanes, i), &st);
 		if (st.total != 8)
 			T_FAIL("lane %u holds %u buffers, expected 8", i, st.total);
 	}
@@ -140,7 +140,7 @@ static void bad_values_refused(void)
 		ferry_ctx *ctx = ctx_with_lanes(bad[i], &rc);
 		if (*bad[i] && rc != -FERRY_ECONFIG)
 			T_FAIL("FERRY_LANES=%s: rc %d, expected -FERRY_ECONFIG", bad[i], rc);
-		if (!*bad[i] && (rc != 0 || ctx->nlanes != 4))
+		if (!*bad[i] && (rc != 0 || ferry__lanes_count(ctx->ld.lanes) != 4))
 			T_FAIL("FERRY_LANES empty: rc %d, not the default of 4 lanes", rc);
 		ferry_ctx_destroy(ctx);
 	}
@@ -149,9 +149,9 @@ static void bad_values_refused(void)
 static unsigned ctx_buffers(ferry_ctx *ctx)
 {
 	unsigned total = 0;
-	for (unsigned i = 0; i < ctx->nlanes; i++) {
+	for (unsigned i = 0; i < ferry__lanes_count(ctx->ld.lanes); i++) {
 		struct ferry__staging_stats st;
-		ferry__staging_stats(ctx->lanes[i], &st);
+		ferry__staging_stats(ferry__lanes_get(ctx->ld.lanes, i), &st);
 		total += st.total;
 	}
 	return total;

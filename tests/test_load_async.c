@@ -126,7 +126,7 @@ static ferry_ctx *host_ctx(struct ferry__device *dev)
 static struct ferry__device *open_host(void)
 {
 	struct ferry__device *dev;
-	T_OK(ferry__device_open("host", -1, &dev));
+	T_OK(ferry__device_open("host", &(struct ferry__device_params){ 0 }, &dev));
 	return dev;
 }
 
@@ -134,15 +134,15 @@ static struct ferry__device *open_host(void)
 static struct ferry__gate *hold_copies(ferry_ctx *ctx)
 {
 	struct ferry__gate *g;
-	T_OK(ctx->dev->ops->gate_create(ctx->dev, &g));
-	T_OK(ctx->dev->ops->gate_hold(ctx->dev, ferry__staging_stream(ferry__ctx_lane(ctx)), g));
+	T_OK(ctx->ld.dev->ops->gate_create(ctx->ld.dev, &g));
+	T_OK(ctx->ld.dev->ops->gate_hold(ctx->ld.dev, ferry__staging_stream(ferry__lanes_pick(ctx->ld.lanes)), g));
 	return g;
 }
 
 /* Once the stream has passed it (after a wait), the gate can go. */
 static void destroy_gate(ferry_ctx *ctx, struct ferry__gate *g)
 {
-	ctx->dev->ops->gate_destroy(ctx->dev, g);
+	ctx->ld.dev->ops->gate_destroy(ctx->ld.dev, g);
 }
 
 static int all_poison(const unsigned char *p, size_t len)
@@ -165,7 +165,7 @@ static void returns_before_copies_run(const struct tr_files *d)
 	T_OK(ferry_load_into_async(ctx, d->paths[1], dst, len, &a));
 	usleep(20000);
 	T_ASSERT(all_poison(dst, len)); /* nothing lands while the stream is held */
-	T_OK(ctx->dev->ops->gate_open(ctx->dev, g));
+	T_OK(ctx->ld.dev->ops->gate_open(ctx->ld.dev, g));
 	T_OK(ferry_array_wait(a));
 	destroy_gate(ctx, g);
 	tr_check_loaded(ctx, dst, d, 1);
@@ -183,7 +183,7 @@ static void late_error_reported(const struct tr_files *d)
 	T_OK(ferry_load_async(ctx, d->paths[1], &a));
 	/* The next event query (the wait's first look at the copies) fails. */
 	t_fault_arm(fdev, T_FAULT_EVENT_QUERY, 1, -EIO, 0);
-	T_OK(ctx->dev->ops->gate_open(ctx->dev, g));
+	T_OK(ctx->ld.dev->ops->gate_open(ctx->ld.dev, g));
 	T_EQ(ferry_array_wait(a), -EIO);
 	T_ASSERT(t_fault_fired(fdev));
 	T_ASSERT(strstr(ferry_last_error(), d->paths[1]));

@@ -39,6 +39,7 @@ struct run {
 	int flawed;
 	struct ferry__device *dev;
 	struct ferry__staging *stg;
+	struct ferry__trace *trace;
 	struct ferry__gate *gate1, *gate2;
 	char *out; /* device memory: NOUT blocks, then NEXTRA extra blocks */
 	int fd_a, fd_b, fd_c;
@@ -223,10 +224,11 @@ static void check_outputs(struct run *r, unsigned extra)
 static void setup(struct run *r, const char *dir, const char *trace)
 {
 	struct ferry__staging_hooks hooks = { .point = hook, .arg = r };
+	T_OK(ferry__trace_open(trace, &r->trace));
 	struct ferry__staging_config cfg = {
 		.chunk_size = CHUNK, .max_buffers = NBUF, .launch_after = LAUNCH_AFTER,
 		.placement = FERRY__STAGE_PINNED, .hooks = &hooks,
-		.flawed_reclaim = r->flawed, .trace_path = trace,
+		.flawed_reclaim = r->flawed, .trace = r->trace,
 	};
 	pthread_mutex_init(&r->m, NULL);
 	pthread_cond_init(&r->c, NULL);
@@ -288,6 +290,7 @@ static void replay(struct run *r)
 static void teardown(struct run *r)
 {
 	T_OK(ferry__staging_destroy(r->stg));
+	ferry__trace_close(r->trace);
 	r->dev->ops->gate_destroy(r->dev, r->gate1);
 	r->dev->ops->gate_destroy(r->dev, r->gate2);
 	r->dev->ops->mem_free(r->dev, r->out);

@@ -110,14 +110,27 @@ static void check_all(struct stress *s)
 	free(host);
 }
 
+/* An integer from the environment in [lo, hi], else def. */
+static unsigned long env_or(const char *name, unsigned long lo, unsigned long hi,
+			    unsigned long def)
+{
+	const char *text = getenv(name);
+	char *end;
+	if (!text || !*text)
+		return def;
+	unsigned long v = strtoul(text, &end, 10);
+	if (*end || v < lo || v > hi)
+		T_FAIL("%s=%s: expected %lu to %lu", name, text, lo, hi);
+	return v;
+}
+
 int main(void)
 {
 	struct stress s = { .dev = t_open_device() };
 	const char *seed = getenv("STRESS_SEED");
 	s.seed = seed ? strtoull(seed, NULL, 10) : (uint64_t)ferry__now_ns();
-	unsigned long rounds, threads;
-	T_OK(ferry__env_uint("STRESS_ROUNDS", 1, 1000000, 400, &rounds));
-	T_OK(ferry__env_uint("STRESS_THREADS", 1, MAX_THREADS, 12, &threads));
+	unsigned long rounds = env_or("STRESS_ROUNDS", 1, 1000000, 400);
+	unsigned long threads = env_or("STRESS_THREADS", 1, MAX_THREADS, 12);
 	s.rounds = (unsigned)rounds;
 	s.threads = (unsigned)threads;
 	printf("staging stress: seed %llu, %u threads x %u rounds\n", (unsigned long long)s.seed,

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the staging engine: chunk-size parsing, growth, giving back
+ * Unit tests of the staging engine: growth, giving back
  * unused buffers, the launch threshold, empty commits, validation, errors from
  * the device layer, and destroy with copies in flight or buffers leased.
  */
@@ -33,35 +33,6 @@ static struct ferry__staging_stats stats(struct ferry__staging *stg)
 	struct ferry__staging_stats st;
 	ferry__staging_stats(stg, &st);
 	return st;
-}
-
-static void test_chunk_size_parsing(void)
-{
-	static const struct { const char *text; size_t want; } good[] = {
-		{ "4096", 4096 }, { "4k", 4096 }, { "64K", 65536 }, { "2M", 2u << 20 },
-		{ "16M", 16u << 20 }, { "1048576", 1u << 20 }, { "8MiB", 8u << 20 },
-	};
-	static const char *bad[] = { "", "0", "3000", "2k", "32M", "abc", "2X", "-4096", "6M", "1G" };
-	for (size_t i = 0; i < FERRY__ARRAY_LEN(good); i++) {
-		size_t v = 0;
-		T_OK(ferry__parse_chunk_size(good[i].text, &v));
-		T_EQ(v, good[i].want);
-	}
-	for (size_t i = 0; i < FERRY__ARRAY_LEN(bad); i++) {
-		size_t v = 0;
-		if (ferry__parse_chunk_size(bad[i], &v) != -FERRY_ECONFIG)
-			T_FAIL("chunk size '%s' was accepted", bad[i]);
-	}
-	size_t v;
-	setenv("FERRY_CHUNK_SIZE", "5M", 1);
-	T_EQ(ferry__chunk_size_from_env(&v), -FERRY_ECONFIG);
-	T_ASSERT(strstr(ferry_last_error(), "FERRY_CHUNK_SIZE=5M"));
-	setenv("FERRY_CHUNK_SIZE", "1M", 1);
-	T_OK(ferry__chunk_size_from_env(&v));
-	T_EQ(v, 1u << 20);
-	unsetenv("FERRY_CHUNK_SIZE");
-	T_OK(ferry__chunk_size_from_env(&v));
-	T_EQ(v, 2u << 20);
 }
 
 static void test_growth(struct ferry__device *dev)
@@ -295,7 +266,6 @@ static void test_destroy_leased(void)
 int main(void)
 {
 	struct ferry__device *dev = t_open_device();
-	test_chunk_size_parsing();
 	test_growth(dev);
 	test_give_back_and_validation(dev);
 	test_launch_threshold_and_empty_commit(dev);

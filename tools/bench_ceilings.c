@@ -209,13 +209,13 @@ void ferry_bench_ceilings(ferry_ctx *ctx, const struct ferry_bench_dataset *ds,
 
 	memset(out, 0, sizeof(*out));
 	ferry_bench_progress("ceiling: pinned host-to-device copies");
-	out->pinned_h2d_gbps = measure_pinned_h2d(ctx->dev, opt->seconds_limit, out->pinned_h2d_note,
+	out->pinned_h2d_gbps = measure_pinned_h2d(ctx->ld.dev, opt->seconds_limit, out->pinned_h2d_note,
 						  sizeof(out->pinned_h2d_note));
 	ferry_bench_progress("ceiling: O_DIRECT reads of %s", ds->workload);
-	out->storage_direct_gbps = measure_storage_direct(ctx->dev, ds, &lim, out->storage_direct_note,
+	out->storage_direct_gbps = measure_storage_direct(ctx->ld.dev, ds, &lim, out->storage_direct_note,
 							  sizeof(out->storage_direct_note));
 	ferry_bench_progress("ceiling: page-cache reads of %s", ds->workload);
 	ferry_bench_warm_files(ds);
-	out->page_cache_gbps = measure_raw(ctx->dev, &ferry__io_posix, 0, cores < 16 ? cores : 16, ds,
+	out->page_cache_gbps = measure_raw(ctx->ld.dev, &ferry__io_posix, 0, cores < 16 ? cores : 16, ds,
 					   &lim, out->page_cache_note, sizeof(out->page_cache_note));
 }

@@ -176,8 +176,8 @@ void ferry_bench_run_ferry(const struct ferry_bench_options *opt,
 			    *ferry_last_error() ? ferry_last_error() : ferry_strerror(rc));
 		return;
 	}
-	run->threads = t.ctx->threads;
-	run->chunk = ferry__staging_chunk_size(t.ctx->lanes[0]);
+	run->threads = t.ctx->ld.threads;
+	run->chunk = ferry__staging_chunk_size(ferry__lanes_get(t.ctx->ld.lanes, 0));
 	run->callers = auto_callers(opt, ds, run->threads, run->chunk);
 	ferry_bench_drive(ds, lim, run->callers, &tool, &m);
 	ferry_bench_fill_run(run, &m);
@@ -406,7 +406,7 @@ void ferry_bench_run_tuned_pread(ferry_ctx *ctx, const struct ferry_bench_option
 				 const struct ferry_bench_limits *lim, unsigned threads, int direct,
 				 struct ferry_bench_run *run)
 {
-	struct tuned_tool t = { .dev = ctx->dev, .ds = ds, .direct = direct,
+	struct tuned_tool t = { .dev = ctx->ld.dev, .ds = ds, .direct = direct,
 				.chunk = opt->chunk ? opt->chunk : TUNED_DEFAULT_CHUNK };
 	struct ferry_bench_tool tool = { &t, tuned_thread_init, tuned_load_one, tuned_finish,
 					 tuned_thread_fini };
@@ -487,7 +487,7 @@ void ferry_bench_run_cufile_per_file(const struct ferry_bench_options *opt,
 		unavailable(run, "not available: %s", ferry_last_error());
 		return;
 	}
-	if ((rc = ferry__io_cufile.init(t.ctx->dev, &t.io)) < 0) {
+	if ((rc = ferry__io_cufile.init(t.ctx->ld.dev, &t.io)) < 0) {
 		unavailable(run, "not available: %s", ferry_last_error());
 		ferry_ctx_destroy(t.ctx);
 		return;

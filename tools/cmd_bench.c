@@ -524,7 +524,7 @@ static void describe_machine(struct bench *b)
 	r->machine[sizeof(r->machine) - 1] = 0;
 	gmtime_r(&now, &tm);
 	strftime(r->date, sizeof(r->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	b->ctx->dev->ops->describe(b->ctx->dev, r->device, sizeof(r->device));
+	b->ctx->ld.dev->ops->describe(b->ctx->ld.dev, r->device, sizeof(r->device));
 	snprintf(r->device_kind, sizeof(r->device_kind), "%s", ferry_ctx_device_kind(b->ctx));
 	if (strcmp(r->device_kind, "cuda"))
 		add_note(b, "no GPU in use: the host device stands in (copies are memcpy); GPU-only "

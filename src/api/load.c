@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "context/context.h"
 #include "load/load.h"
 
 struct ferry_array {
@@ -18,11 +19,6 @@ struct ferry_array {
 	char *path;                 /* for messages */
 	struct ferry_array_info info;
 };
-
-static int open_file(ferry_ctx *ctx, const char *path, struct ferry__file **out)
-{
-	return ctx->io_ops->open(ctx->io, path, ctx->direct ? FERRY__IO_DIRECT : 0, out);
-}
 
 /* Public calls name the file in every error; NULL paths are refused. */
 static int check_path(const char *path)
@@ -56,7 +52,8 @@ static int load_file(ferry_ctx *ctx, const char *path, void **dst, size_t dst_le
 	struct ferry__file *f;
 	struct ferry__npy_header h;
 	unsigned char head[FERRY__HEAD_MAX];
-	int rc = open_file(ctx, path, &f);
+	const struct ferry__loader *ld = &ctx->ld;
+	int rc = ferry__load_open(ld, path, &f);
 	if (rc < 0)
 		return rc;
 	if ((rc = ferry__load_header(f, &h, head)) < 0)
@@ -67,22 +64,23 @@ static int load_file(ferry_ctx *ctx, const char *path, void **dst, size_t dst_le
 		goto out;
 	}
 	int allocated = !*dst;
-	if (allocated && (rc = ferry_device_alloc(ctx, h.data_size, dst)) < 0) {
+	if (allocated && (rc = ld->dev->ops->mem_alloc(ld->dev, h.data_size ? h.data_size : 1,
+						       dst)) < 0) {
 		ferry__fail(rc, "%s: cannot allocate %llu bytes of device memory: %s", path,
 			    (unsigned long long)h.data_size, ferry_last_error());
 		goto out;
 	}
-	struct ferry__load_opts opts = { .parallel = ctx->threads, .async = async, .head = head,
+	struct ferry__load_opts opts = { .parallel = ld->threads, .async = async, .head = head,
 					 .head_len = ferry__head_len(&h) };
-	rc = ferry__load_payload(ctx, f, &h, *dst, &opts);
+	rc = ferry__load_payload(ld, f, &h, *dst, &opts);
 	if (rc < 0 && allocated) {
-		ferry_device_free(ctx, *dst);
+		ld->dev->ops->mem_free(ld->dev, *dst);
 		*dst = NULL;
 	}
 	if (rc == 0 && info)
 		ferry__info_from_header(&h, info);
 out:
-	ctx->io_ops->close(ctx->io, f);
+	ferry__load_close(ld, f);
 	return rc;
 }
 
@@ -94,13 +92,13 @@ static int wait_copies(ferry_array *a)
 
 static void array_free(ferry_array *a)
 {
-	struct ferry__device *dev = a->ctx->dev;
+	struct ferry__device *dev = a->ctx->ld.dev;
 	wait_copies(a); /* no copy may land in freed memory */
 	if (a->fence)
 		dev->ops->event_destroy(dev, a->fence);
 	pthread_mutex_destroy(&a->fence_lock);
-	if (a->owns_data)
-		ferry_device_free(a->ctx, a->data);
+	if (a->owns_data && a->data)
+		dev->ops->mem_free(dev, a->data);
 	free(a->path);
 	free(a);
 }
@@ -186,13 +184,14 @@ int ferry_array_wait(ferry_array *a)
  * pay for an event. */
 static int record_fence(ferry_array *a)
 {
-	struct ferry__device *dev = a->ctx->dev;
+	struct ferry__device *dev = a->ctx->ld.dev;
 	int rc = 0;
 	pthread_mutex_lock(&a->fence_lock);
 	if (!a->fence) {
 		struct ferry__event *ev;
 		if ((rc = dev->ops->event_create(dev, &ev)) == 0 &&
-		    (rc = ferry__staging_commit(a->ticket.stg ? a->ticket.stg : ferry__ctx_lane(a->ctx),
+		    (rc = ferry__staging_commit(a->ticket.stg ? a->ticket.stg
+								 : ferry__lanes_pick(a->ctx->ld.lanes),
 						 ev)) < 0)
 			dev->ops->event_destroy(dev, ev);
 		if (rc == 0)
@@ -202,16 +201,16 @@ static int record_fence(ferry_array *a)
 	return rc;
 }
 
-/* As for batches: on CUDA the caller's CUstream waits on the device; the host
- * device has no streams, so there it is a host wait. */
+/* The caller's stream waits for the fence on the device (on the host device,
+ * which has no native streams, the caller waits). */
 int ferry_array_stream_wait(ferry_array *a, void *cuda_stream)
 {
-	struct ferry__device *dev = a->ctx->dev;
-	if (!a->async || strcmp(dev->ops->name, "cuda"))
+	struct ferry__device *dev = a->ctx->ld.dev;
+	if (!a->async)
 		return ferry_array_wait(a);
 	int rc = record_fence(a);
 	if (rc == 0)
-		rc = dev->ops->stream_wait_event(dev, (struct ferry__stream *)cuda_stream, a->fence);
+		rc = dev->ops->native_stream_wait(dev, cuda_stream, a->fence);
 	if (rc < 0)
 		ferry__fail(rc, "%s: cannot make the stream wait: %s", a->path, ferry_strerror(rc));
 	return rc;
@@ -238,7 +237,7 @@ int ferry_read_range(ferry_ctx *ctx, const char *path, uint64_t offset, uint64_t
 	struct ferry__file *f;
 	int rc = check_path(path);
 	if (rc == 0)
-		rc = open_file(ctx, path, &f);
+		rc = ferry__load_open(&ctx->ld, path, &f);
 	if (rc < 0)
 		return rc;
 	if (offset > f->size || len > f->size - offset)
@@ -246,8 +245,8 @@ int ferry_read_range(ferry_ctx *ctx, const char *path, uint64_t offset, uint64_t
 				 path, (unsigned long long)offset, (unsigned long long)len,
 				 (unsigned long long)f->size);
 	else if (len)
-		rc = ferry__load_ranges(ctx, f, &(struct ferry__range){ offset, len, dst }, 1,
-					&(struct ferry__load_opts){ .parallel = ctx->threads });
-	ctx->io_ops->close(ctx->io, f);
+		rc = ferry__load_ranges(&ctx->ld, f, &(struct ferry__range){ offset, len, dst }, 1,
+					&(struct ferry__load_opts){ .parallel = ctx->ld.threads });
+	ferry__load_close(&ctx->ld, f);
 	return ferry__fail_subject(rc, path);
 }

@@ -1,6 +1,7 @@
-/* Helpers every layer uses: error messages, environment parsing, time. */
-#ifndef FERRY_COMMON_H
-#define FERRY_COMMON_H
+/* What every layer uses: error messages, sizes, time, aligned memory, and a
+ * small thread pool. */
+#ifndef FERRY_BASE_H
+#define FERRY_BASE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -22,10 +23,6 @@ char *ferry__error_copy(void);
 /* Clears the calling thread's last error message. */
 void ferry__clear_error(void);
 
-/* Reads an environment variable as an unsigned integer in [lo, hi]; writes def
- * when unset or empty. -FERRY_ECONFIG (with a message naming it) when invalid. */
-int ferry__env_uint(const char *name, unsigned long lo, unsigned long hi,
-		    unsigned long def, unsigned long *out);
 /* Parses "123", "64k", "2M", "1G" (binary units) into bytes. -FERRY_ECONFIG when invalid. */
 int ferry__parse_size(const char *text, uint64_t *out);
 

@@ -109,24 +109,6 @@ int ferry__parse_size(const char *text, uint64_t *out)
 	return 0;
 }
 
-int ferry__env_uint(const char *name, unsigned long lo, unsigned long hi, unsigned long def,
-		    unsigned long *out)
-{
-	const char *text = getenv(name);
-	if (!text || !*text) {
-		*out = def;
-		return 0;
-	}
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(text, &end, 10);
-	if (errno || end == text || *end || *text == '-' || v < lo || v > hi)
-		return ferry__fail(-FERRY_ECONFIG, "%s=%s: expected an integer from %lu to %lu", name,
-				   text, lo, hi);
-	*out = v;
-	return 0;
-}
-
 uint64_t ferry__now_ns(void)
 {
 	struct timespec ts;

@@ -18,7 +18,7 @@
 
 #ifndef FERRY_HAVE_CUDA_H
 
-static int cuda_open(int ordinal, struct ferry__device **out)
+static int cuda_open(const struct ferry__device_params *p, struct ferry__device **out)
 {
 	*out = NULL;
 	return ferry__fail(-FERRY_ENODEVICE, "cuda: built without cuda.h");
@@ -26,6 +26,7 @@ static int cuda_open(int ordinal, struct ferry__device **out)
 
 const struct ferry__device_ops ferry__device_cuda = {
 	.name = "cuda",
+	.flags = FERRY__DEV_GPU_MEMORY,
 	.open = cuda_open,
 };
 
@@ -178,21 +179,6 @@ static int bind_ctx(struct ferry__device *dev)
 
 /* ---- device ---------------------------------------------------------------- */
 
-/* FERRY_CUDA_GATE=kernel forces the spin-kernel gate, to test that path. */
-static int read_gate_mode(enum gate_mode *out)
-{
-	const char *v = getenv("FERRY_CUDA_GATE");
-
-	if (!v || !*v || strcmp(v, "auto") == 0)
-		*out = GATE_AUTO;
-	else if (strcmp(v, "kernel") == 0)
-		*out = GATE_KERNEL;
-	else
-		return ferry__fail(-FERRY_ECONFIG,
-				   "FERRY_CUDA_GATE=%s: expected auto or kernel", v);
-	return 0;
-}
-
 /* Any failure here means "no usable device", so that auto can fall back to host. */
 static int find_device(int ordinal, CUdevice *out)
 {
@@ -218,10 +204,10 @@ static int find_device(int ordinal, CUdevice *out)
 			   (int)r, text);
 }
 
-static int cuda_open(int ordinal, struct ferry__device **out)
+static int cuda_open(const struct ferry__device_params *p, struct ferry__device **out)
 {
 	struct cuda_device *d;
-	enum gate_mode mode = GATE_AUTO;
+	enum gate_mode mode = p->gate_kernel ? GATE_KERNEL : GATE_AUTO;
 	CUdevice dev = 0;
 	int rc;
 
@@ -229,9 +215,7 @@ static int cuda_open(int ordinal, struct ferry__device **out)
 	pthread_once(&cu_once, cu_load);
 	if (!cu.ok)
 		return ferry__fail(-FERRY_ENODEVICE, "cuda: %s", cu.why);
-	rc = read_gate_mode(&mode);
-	if (rc == 0)
-		rc = find_device(ordinal, &dev);
+	rc = find_device(p->ordinal, &dev);
 	if (rc)
 		return rc;
 	d = calloc(1, sizeof *d);
@@ -394,6 +378,13 @@ static int cuda_stream_wait_event(struct ferry__device *dev, struct ferry__strea
 	int rc = bind_ctx(dev);
 
 	return rc ? rc : CU(cuStreamWaitEvent, to_stream(s), to_event(ev), 0);
+}
+
+/* A ferry__stream is the CUstream itself, so the caller's stream is one too. */
+static int cuda_native_stream_wait(struct ferry__device *dev, void *native_stream,
+				   struct ferry__event *ev)
+{
+	return cuda_stream_wait_event(dev, (struct ferry__stream *)native_stream, ev);
 }
 
 static int cuda_copy_async(struct ferry__device *dev, struct ferry__stream *s, void *dst,
@@ -616,6 +607,7 @@ static void cuda_gate_destroy(struct ferry__device *dev, struct ferry__gate *gat
 
 const struct ferry__device_ops ferry__device_cuda = {
 	.name = "cuda",
+	.flags = FERRY__DEV_GPU_MEMORY,
 	.open = cuda_open,
 	.close = cuda_close,
 	.describe = cuda_describe,
@@ -627,6 +619,7 @@ const struct ferry__device_ops ferry__device_cuda = {
 	.stream_destroy = cuda_stream_destroy,
 	.stream_sync = cuda_stream_sync,
 	.stream_wait_event = cuda_stream_wait_event,
+	.native_stream_wait = cuda_native_stream_wait,
 	.copy_async = cuda_copy_async,
 	.copy_sync = cuda_copy_sync,
 	.memset_async = cuda_memset_async,

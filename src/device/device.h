@@ -26,16 +26,34 @@ enum ferry__copy_kind {
 	FERRY__D2H, /* device to host */
 };
 
+/* Where staging memory lives, which decides the copy out of it. */
+enum ferry__placement {
+	FERRY__STAGE_PINNED, /* pinned host memory: copies are host-to-device */
+	FERRY__STAGE_DEVICE, /* device memory: copies are device-to-device */
+};
+
 /* Every backend's device struct starts with this. */
 struct ferry__device {
 	const struct ferry__device_ops *ops;
 };
 
+/* What a device is opened with: plain values the context resolved. */
+struct ferry__device_params {
+	int ordinal;      /* GPU number */
+	int gate_kernel;  /* 1: test gates spin a kernel even where the driver can wait on memory */
+};
+
+enum {
+	/* Device memory is GPU memory, which GPUDirect Storage (cuFile) can read into. */
+	FERRY__DEV_GPU_MEMORY = 1,
+};
+
 struct ferry__device_ops {
 	const char *name; /* "cuda" or "host" */
+	unsigned flags;   /* FERRY__DEV_* */
 
-	/* Opens device number ordinal. -FERRY_ENODEVICE when it does not exist. */
-	int (*open)(int ordinal, struct ferry__device **out);
+	/* Opens the device p names. -FERRY_ENODEVICE when there is none. */
+	int (*open)(const struct ferry__device_params *p, struct ferry__device **out);
 	void (*close)(struct ferry__device *dev);
 	/* Writes one line describing the device and driver into buf. */
 	int (*describe)(struct ferry__device *dev, char *buf, size_t len);
@@ -54,6 +72,11 @@ struct ferry__device_ops {
 	/* Makes s wait, without blocking the host, until ev has completed. */
 	int (*stream_wait_event)(struct ferry__device *dev, struct ferry__stream *s,
 				 struct ferry__event *ev);
+	/* Makes a caller's native stream (a CUstream; NULL: the legacy default
+	 * stream) wait for ev without blocking the host; a device without native
+	 * streams (host) waits on the host instead. */
+	int (*native_stream_wait)(struct ferry__device *dev, void *native_stream,
+				  struct ferry__event *ev);
 
 	/* Queues a copy of len bytes on s; it runs after everything queued before. */
 	int (*copy_async)(struct ferry__device *dev, struct ferry__stream *s, void *dst,
@@ -95,16 +118,13 @@ extern const struct ferry__device_ops ferry__device_host;
 extern const struct ferry__device_ops ferry__device_cuda;
 
 /*
- * Opens the device FERRY_DEVICE names (auto, cuda or host; auto when unset):
- * auto takes CUDA when libcuda loads and has a device, else host. The GPU is
- * FERRY_GPU, else LOCAL_RANK, else 0; one that does not exist is
- * -FERRY_ECONFIG, also under auto. Returns 0 or a negative code; on failure
+ * Opens the device name says: "cuda", "host", or "auto" (CUDA when libcuda
+ * loads and has a device, else host; a GPU number that does not exist is
+ * -FERRY_ECONFIG, also under auto). Returns 0 or a negative code; on failure
  * ferry_last_error() says why.
  */
-int ferry__device_open_env(struct ferry__device **out);
-/* The same with the choice given: name NULL reads FERRY_DEVICE, ordinal -1
- * reads FERRY_GPU / LOCAL_RANK. */
-int ferry__device_open(const char *name, int ordinal, struct ferry__device **out);
+int ferry__device_open(const char *name, const struct ferry__device_params *p,
+		       struct ferry__device **out);
 
 /* The table named name ("cuda" or "host"), or NULL. */
 const struct ferry__device_ops *ferry__device_find(const char *name);

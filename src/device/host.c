@@ -62,9 +62,8 @@ static struct host_device *host(struct ferry__device *dev)
 	return (struct host_device *)dev;
 }
 
-static int host_open(int ordinal, struct ferry__device **out)
+static int host_open(const struct ferry__device_params *p, struct ferry__device **out)
 {
-	(void)ordinal;
 	struct host_device *d = calloc(1, sizeof(*d));
 	if (!d)
 		return ferry__fail(-ENOMEM, "host device: out of memory");
@@ -326,6 +325,13 @@ static int host_stream_wait_event(struct ferry__device *dev, struct ferry__strea
 	return 0;
 }
 
+/* The host device has no native streams: the caller waits here. */
+static int host_native_stream_wait(struct ferry__device *dev, void *native_stream,
+				   struct ferry__event *ev)
+{
+	return host_event_sync(dev, ev);
+}
+
 static int host_gate_create(struct ferry__device *dev, struct ferry__gate **out)
 {
 	*out = calloc(1, sizeof(**out));
@@ -366,6 +372,7 @@ const struct ferry__device_ops ferry__device_host = {
 	.stream_destroy = host_stream_destroy,
 	.stream_sync = host_stream_sync,
 	.stream_wait_event = host_stream_wait_event,
+	.native_stream_wait = host_native_stream_wait,
 	.copy_async = host_copy_async,
 	.copy_sync = host_copy_sync,
 	.memset_async = host_memset_async,

@@ -12,8 +12,8 @@
  * its own event recorded after them) when it holds more than launch_after
  * copies, or on commit. Every function is thread-safe.
  */
-#ifndef FERRY_STAGING_H
-#define FERRY_STAGING_H
+#ifndef FERRY_ENGINE_H
+#define FERRY_ENGINE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -21,11 +21,6 @@
 #include "device/device.h"
 
 struct ferry__staging;
-
-enum ferry__placement {
-	FERRY__STAGE_PINNED, /* pinned host memory: copies are host-to-device */
-	FERRY__STAGE_DEVICE, /* device memory: copies are device-to-device */
-};
 
 /* Places where the engine calls the test hooks, never with its lock held. */
 enum ferry__sched_point {
@@ -49,17 +44,18 @@ struct ferry__block_hooks {
 };
 
 struct ferry__staging_config {
-	size_t chunk_size;         /* 0: FERRY_CHUNK_SIZE, else 2 MiB */
-	unsigned max_buffers;      /* 0: 64 */
-	unsigned initial_buffers;  /* 0: 4 (capped at max_buffers) */
-	unsigned launch_after;     /* 0: 32 */
+	size_t chunk_size;         /* a power of two, FERRY__CHUNK_MIN..FERRY__CHUNK_MAX */
+	unsigned max_buffers;      /* at least 1 */
+	unsigned initial_buffers;  /* the pool's first growth (0: 4, capped at max_buffers) */
+	unsigned launch_after;     /* at least 1 */
 	enum ferry__placement placement;
 	const struct ferry__staging_hooks *hooks;  /* tests only; may be NULL */
 	const struct ferry__block_hooks *blocks;   /* may be NULL */
 	/* Test only: the flawed rule of DESIGN.md (after a wait, reclaim every
 	 * launched buffer). Exists so the seed test can prove it sees the bug. */
 	int flawed_reclaim;
-	const char *trace_path;  /* NULL: FERRY_TRACE, if set */
+	struct ferry__trace *trace; /* may be NULL; shared, not owned */
+	unsigned lane;              /* this engine's number in the trace */
 };
 
 struct ferry__buf {
@@ -96,11 +92,9 @@ struct ferry__staging_stats {
 	size_t chunk_size;
 };
 
-/* Reads FERRY_CHUNK_SIZE (a power of two from 4 KiB to 16 MiB, optional k/M
- * suffix). Writes the default (2 MiB) when unset. -FERRY_ECONFIG when invalid. */
-int ferry__chunk_size_from_env(size_t *out);
-/* Parses a chunk size such as "4096", "64k" or "2M". -FERRY_ECONFIG when invalid. */
-int ferry__parse_chunk_size(const char *text, size_t *out);
+/* The chunk sizes an engine takes (powers of two). */
+#define FERRY__CHUNK_MIN ((size_t)4 << 10)
+#define FERRY__CHUNK_MAX ((size_t)16 << 20)
 
 int ferry__staging_create(struct ferry__device *dev, const struct ferry__staging_config *cfg,
 			  struct ferry__staging **out);
@@ -141,21 +135,44 @@ size_t ferry__staging_chunk_size(struct ferry__staging *stg);
 /* ==== the trace ==== */
 /*
  * FERRY_TRACE=PATH: a CSV trace of engine events, so that a user chasing a
- * corrupt output can see which buffer fed which copy. Columns:
- * time_ns,thread,event,buffer,batch,dst,bytes,file,offset
+ * corrupt output can see which buffer of which lane fed which copy. One per
+ * context, shared by its lanes. Columns:
+ * time_ns,thread,lane,event,buffer,batch,dst,bytes,file,offset
+ * (file is quoted, with quotes doubled). Events: grow, lease, give_back,
+ * queue (one per copy queued), launch, copy (one per copy issued), reclaim.
  */
-
-#include <stdint.h>
-
 struct ferry__trace;
 
-/* Opens the trace named by FERRY_TRACE, or returns NULL when it is unset. */
-struct ferry__trace *ferry__trace_open_env(void);
-/* Opens a trace at path (NULL on failure). */
-struct ferry__trace *ferry__trace_open(const char *path);
+/* Opens a trace at path. Returns 0, or -errno with a message naming path. */
+int ferry__trace_open(const char *path, struct ferry__trace **out);
 void ferry__trace_close(struct ferry__trace *t);
 /* Appends one line; t may be NULL (then it does nothing). */
-void ferry__trace(struct ferry__trace *t, const char *event, int buffer, uint64_t batch,
-		  const void *dst, uint64_t bytes, const char *file, uint64_t offset);
+void ferry__trace(struct ferry__trace *t, unsigned lane, const char *event, int buffer,
+		  uint64_t batch, const void *dst, uint64_t bytes, const char *file,
+		  uint64_t offset);
+
+/* ==== lanes ==== */
+/*
+ * Several staging engines of one context, each with its own lock and copy
+ * stream; the threads that call ferry are spread over them (a thread keeps its
+ * lane), so callers loading small files in parallel do not queue behind one
+ * lock. Every copy of one load goes through one lane: the one its ticket
+ * names.
+ */
+#define FERRY__MAX_LANES 16
+
+struct ferry__lanes;
+
+/* Creates n engines (1..FERRY__MAX_LANES) of cfg, lane i traced as lane i.
+ * Returns 0 or a negative code. */
+int ferry__lanes_create(struct ferry__device *dev, const struct ferry__staging_config *cfg,
+			unsigned n, struct ferry__lanes **out);
+/* Destroys every engine (see ferry__staging_destroy). Returns 0 or the first error. */
+int ferry__lanes_destroy(struct ferry__lanes *l);
+unsigned ferry__lanes_count(const struct ferry__lanes *l);
+/* Engine i, 0 <= i < count. */
+struct ferry__staging *ferry__lanes_get(const struct ferry__lanes *l, unsigned i);
+/* The calling thread's engine. */
+struct ferry__staging *ferry__lanes_pick(const struct ferry__lanes *l);
 
 #endif

@@ -23,10 +23,8 @@
 
 #include "base/base.h"
 
-#define DEFAULT_CHUNK (2u << 20)
-#define MIN_CHUNK (4u << 10)
-#define MAX_CHUNK (16u << 20)
 #define MAX_BLOCKS 64
+#define FIRST_GROWTH 4
 
 enum buf_state { BUF_FREE, BUF_LEASED, BUF_PENDING, BUF_IN_FLIGHT, BUF_LOST };
 
@@ -63,6 +61,7 @@ struct ferry__staging {
 	struct ferry__block_hooks blocks_hooks;
 	int flawed_reclaim;
 	struct ferry__trace *trace;
+	unsigned lane;
 
 	pthread_mutex_t lock;
 	pthread_cond_t changed; /* a buffer came back, or growth finished */
@@ -84,34 +83,10 @@ struct ferry__staging {
 	struct ferry__staging_stats counters;
 };
 
-int ferry__parse_chunk_size(const char *text, size_t *out)
-{
-	uint64_t v;
-	if (ferry__parse_size(text, &v) < 0 || v < MIN_CHUNK || v > MAX_CHUNK || (v & (v - 1)))
-		return -FERRY_ECONFIG;
-	*out = (size_t)v;
-	return 0;
-}
-
-int ferry__chunk_size_from_env(size_t *out)
-{
-	const char *text = getenv("FERRY_CHUNK_SIZE");
-	if (!text || !*text) {
-		*out = DEFAULT_CHUNK;
-		return 0;
-	}
-	if (ferry__parse_chunk_size(text, out) < 0)
-		return ferry__fail(-FERRY_ECONFIG,
-				   "FERRY_CHUNK_SIZE=%s: expected a power of two from 4k to 16M "
-				   "(e.g. 65536, 64k, 2M)",
-				   text);
-	return 0;
-}
-
 static void trace_buf(struct ferry__staging *stg, const char *event, struct ferry__buf *b,
 		      uint64_t seq)
 {
-	ferry__trace(stg->trace, event, b ? (int)b->id : -1, seq, NULL, 0, NULL, 0);
+	ferry__trace(stg->trace, stg->lane, event, b ? (int)b->id : -1, seq, NULL, 0, NULL, 0);
 }
 
 /* Calls the test hook with the lock released; the lock is held on entry and return. */
@@ -308,7 +283,7 @@ static int issue_copies(struct ferry__staging *stg, struct ferry__batch *b)
 	enum ferry__copy_kind kind = stg->placement == FERRY__STAGE_DEVICE ? FERRY__D2D : FERRY__H2D;
 	for (unsigned i = 0; i < b->ncopies; i++) {
 		struct staged_copy *c = &b->copies[i];
-		ferry__trace(stg->trace, "copy", (int)c->buf->id, b->seq, c->copy.dst, c->copy.len,
+		ferry__trace(stg->trace, stg->lane, "copy", (int)c->buf->id, b->seq, c->copy.dst, c->copy.len,
 			     c->copy.tag, c->copy.tag_offset);
 		int rc = stg->dev->ops->copy_async(stg->dev, stg->stream, c->copy.dst,
 						   (char *)c->buf->data + c->copy.src_offset,
@@ -348,7 +323,7 @@ static int launch_pending(struct ferry__staging *stg)
 	int rc = issue_copies(stg, b);
 	if (rc == 0 && tracked)
 		rc = stg->dev->ops->event_record(stg->dev, b->event, stg->stream);
-	ferry__trace(stg->trace, "launch", -1, b->seq, NULL, b->ncopies, NULL, 0);
+	ferry__trace(stg->trace, stg->lane, "launch", -1, b->seq, NULL, b->ncopies, NULL, 0);
 	if (rc < 0 || !tracked) {
 		if (rc < 0)
 			mark_tickets(stg, b, rc);
@@ -432,7 +407,7 @@ static int grow(struct ferry__staging *stg, unsigned at_least)
 	stg->growing = 0;
 	if (rc == 0) {
 		stg->counters.grown++;
-		ferry__trace(stg->trace, "grow", -1, 0, NULL, (uint64_t)n * stg->chunk, NULL, 0);
+		ferry__trace(stg->trace, stg->lane, "grow", -1, 0, NULL, (uint64_t)n * stg->chunk, NULL, 0);
 	}
 	pthread_cond_broadcast(&stg->changed);
 	return rc;
@@ -590,7 +565,7 @@ static int add_to_pending(struct ferry__staging *stg, struct ferry__buf *buf,
 		return rc;
 	for (unsigned i = 0; i < n; i++) {
 		b->copies[b->ncopies++] = (struct staged_copy){ copies[i], buf, t };
-		ferry__trace(stg->trace, "queue", (int)buf->id, b->seq, copies[i].dst, copies[i].len,
+		ferry__trace(stg->trace, stg->lane, "queue", (int)buf->id, b->seq, copies[i].dst, copies[i].len,
 			     copies[i].tag, copies[i].tag_offset);
 	}
 	buf->state = BUF_PENDING;
@@ -710,48 +685,47 @@ size_t ferry__staging_chunk_size(struct ferry__staging *stg)
 	return stg->chunk;
 }
 
-static int configure_chunk(struct ferry__staging *stg, size_t chunk)
+static int check_config(const struct ferry__staging_config *cfg)
 {
-	if (!chunk)
-		return ferry__chunk_size_from_env(&stg->chunk);
-	if (chunk < MIN_CHUNK || chunk > MAX_CHUNK || (chunk & (chunk - 1)))
+	size_t chunk = cfg->chunk_size;
+	if (chunk < FERRY__CHUNK_MIN || chunk > FERRY__CHUNK_MAX || (chunk & (chunk - 1)))
 		return ferry__fail(-FERRY_ECONFIG,
-				   "chunk size %zu: expected a power of two from 4k to 16M", chunk);
-	stg->chunk = chunk;
+				   "staging: chunk size %zu: expected a power of two from 4k to 16M", chunk);
+	if (!cfg->max_buffers || !cfg->launch_after)
+		return ferry__fail(-FERRY_ECONFIG, "staging: max_buffers and launch_after must be set");
 	return 0;
 }
 
-static int apply_config(struct ferry__staging *stg, const struct ferry__staging_config *cfg)
+static void apply_config(struct ferry__staging *stg, const struct ferry__staging_config *cfg)
 {
-	int rc = configure_chunk(stg, cfg->chunk_size);
-	if (rc < 0)
-		return rc;
-	stg->max_buffers = cfg->max_buffers ? cfg->max_buffers : 64;
-	stg->initial_buffers = cfg->initial_buffers ? cfg->initial_buffers : 4;
+	stg->chunk = cfg->chunk_size;
+	stg->max_buffers = cfg->max_buffers;
+	stg->initial_buffers = cfg->initial_buffers ? cfg->initial_buffers : FIRST_GROWTH;
 	if (stg->initial_buffers > stg->max_buffers)
 		stg->initial_buffers = stg->max_buffers;
-	stg->launch_after = cfg->launch_after ? cfg->launch_after : 32;
+	stg->launch_after = cfg->launch_after;
 	stg->placement = cfg->placement;
 	stg->flawed_reclaim = cfg->flawed_reclaim;
 	if (cfg->hooks)
 		stg->hooks = *cfg->hooks;
 	if (cfg->blocks)
 		stg->blocks_hooks = *cfg->blocks;
-	return 0;
+	stg->trace = cfg->trace;
+	stg->lane = cfg->lane;
 }
 
 int ferry__staging_create(struct ferry__device *dev, const struct ferry__staging_config *cfg,
 			  struct ferry__staging **out)
 {
-	static const struct ferry__staging_config defaults;
+	int rc = check_config(cfg);
+	if (rc < 0)
+		return rc;
 	struct ferry__staging *stg = calloc(1, sizeof(*stg));
 	if (!stg)
 		return ferry__fail(-ENOMEM, "staging: out of memory");
 	stg->dev = dev;
 	stg->next_seq = 1;
-	int rc = apply_config(stg, cfg ? cfg : &defaults);
-	if (rc < 0)
-		goto err_free;
+	apply_config(stg, cfg);
 	if (!(stg->bufs = calloc(stg->max_buffers, sizeof(*stg->bufs)))) {
 		rc = ferry__fail(-ENOMEM, "staging: out of memory for %u buffers", stg->max_buffers);
 		goto err_free;
@@ -762,8 +736,6 @@ int ferry__staging_create(struct ferry__device *dev, const struct ferry__staging
 	}
 	pthread_mutex_init(&stg->lock, NULL);
 	pthread_cond_init(&stg->changed, NULL);
-	stg->trace = cfg && cfg->trace_path ? ferry__trace_open(cfg->trace_path)
-					    : ferry__trace_open_env();
 	*out = stg;
 	return 0;
 err_free:
@@ -833,7 +805,6 @@ int ferry__staging_destroy(struct ferry__staging *stg)
 	else if (!fatal)
 		free_blocks(stg);
 	free_batches(stg);
-	ferry__trace_close(stg->trace);
 	pthread_cond_destroy(&stg->changed);
 	pthread_mutex_destroy(&stg->lock);
 	free(stg->bufs);

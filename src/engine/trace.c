@@ -1,8 +1,14 @@
+/*
+ * The trace of engine events (FERRY_TRACE): one CSV file per context, shared
+ * by its lanes, one line per event written whole under one lock.
+ */
 #include "engine/engine.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -14,31 +20,23 @@ struct ferry__trace {
 	uint64_t start_ns;
 };
 
-struct ferry__trace *ferry__trace_open(const char *path)
+int ferry__trace_open(const char *path, struct ferry__trace **out)
 {
 	struct ferry__trace *t = calloc(1, sizeof(*t));
+	*out = NULL;
 	if (!t)
-		return NULL;
-	t->out = fopen(path, "w");
+		return ferry__fail(-ENOMEM, "trace: out of memory");
+	t->out = fopen(path, "we");
 	if (!t->out) {
+		int err = errno;
 		free(t);
-		return NULL;
+		return ferry__fail(-err, "%s: cannot open the trace: %s", path, strerror(err));
 	}
 	pthread_mutex_init(&t->lock, NULL);
 	t->start_ns = ferry__now_ns();
-	fprintf(t->out, "time_ns,thread,event,buffer,batch,dst,bytes,file,offset\n");
-	return t;
-}
-
-struct ferry__trace *ferry__trace_open_env(void)
-{
-	const char *path = getenv("FERRY_TRACE");
-	if (!path || !*path)
-		return NULL;
-	struct ferry__trace *t = ferry__trace_open(path);
-	if (!t)
-		fprintf(stderr, "ferry: FERRY_TRACE=%s: cannot open; tracing is off\n", path);
-	return t;
+	fprintf(t->out, "time_ns,thread,lane,event,buffer,batch,dst,bytes,file,offset\n");
+	*out = t;
+	return 0;
 }
 
 void ferry__trace_close(struct ferry__trace *t)
@@ -50,16 +48,30 @@ void ferry__trace_close(struct ferry__trace *t)
 	free(t);
 }
 
-void ferry__trace(struct ferry__trace *t, const char *event, int buffer, uint64_t batch,
-		  const void *dst, uint64_t bytes, const char *file, uint64_t offset)
+/* Writes s as one CSV field: quoted, with quotes doubled. Lock held. */
+static void put_field(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; s && *s; s++) {
+		if (*s == '"')
+			fputc('"', out);
+		fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
+void ferry__trace(struct ferry__trace *t, unsigned lane, const char *event, int buffer,
+		  uint64_t batch, const void *dst, uint64_t bytes, const char *file,
+		  uint64_t offset)
 {
 	if (!t)
 		return;
 	uint64_t now = ferry__now_ns() - t->start_ns;
 	long tid = syscall(SYS_gettid);
 	pthread_mutex_lock(&t->lock);
-	fprintf(t->out, "%llu,%ld,%s,%d,%llu,%p,%llu,%s,%llu\n", (unsigned long long)now, tid,
-		event, buffer, (unsigned long long)batch, dst, (unsigned long long)bytes,
-		file ? file : "", (unsigned long long)offset);
+	fprintf(t->out, "%llu,%ld,%u,%s,%d,%llu,%p,%llu,", (unsigned long long)now, tid, lane,
+		event, buffer, (unsigned long long)batch, dst, (unsigned long long)bytes);
+	put_field(t->out, file);
+	fprintf(t->out, ",%llu\n", (unsigned long long)offset);
 	pthread_mutex_unlock(&t->lock);
 }

@@ -280,8 +280,8 @@ static int cufile_init(struct ferry__device *dev, struct ferry__io **out)
 	int rc;
 
 	*out = NULL;
-	if (!dev || strcmp(dev->ops->name, "cuda") != 0)
-		return ferry__fail(-FERRY_EIO_BACKEND, "cufile: needs the cuda device, not %s",
+	if (!dev || !(dev->ops->flags & FERRY__DEV_GPU_MEMORY))
+		return ferry__fail(-FERRY_EIO_BACKEND, "cufile: needs a device with GPU memory, not %s",
 				   dev ? dev->ops->name : "none");
 	rc = bind_device(dev);
 	if (rc < 0)

@@ -8,8 +8,28 @@
 
 #include <stdint.h>
 
-#include "context/context.h"
+#include "base/base.h"
+#include "device/device.h"
+#include "engine/engine.h"
+#include "io/io.h"
 #include "npy/npy.h"
+
+/* What loading needs, as the context resolved it: plain values and handles. */
+struct ferry__loader {
+	struct ferry__device *dev;
+	const struct ferry__io_ops *io_ops;
+	struct ferry__io *io;
+	struct ferry__lanes *lanes;  /* the staging engines */
+	struct ferry__pool *pool;    /* IO threads beside the caller; may be NULL */
+	unsigned threads;            /* IO threads of one load, the caller included */
+	int direct;                  /* open files with O_DIRECT */
+};
+
+/* Opens path for reading through the loader's IO backend (O_DIRECT when the
+ * loader says so). Returns 0 or a negative code naming path. */
+int ferry__load_open(const struct ferry__loader *ld, const char *path, struct ferry__file **out);
+/* Closes f (NULL is allowed). */
+void ferry__load_close(const struct ferry__loader *ld, struct ferry__file *f);
 
 /* Header bytes a load keeps to re-check: every header numpy writes fits. */
 #define FERRY__HEAD_MAX 512
@@ -48,12 +68,12 @@ struct ferry__load_opts {
  * offset 0 saw other header bytes than opts->head. With opts->async (a zeroed
  * ticket, or one used before) it returns 0 once every copy is launched, queued
  * on that ticket and on the lane it names (the calling thread's,
- * ferry__ctx_lane, when the ticket had none): the caller waits for them with
+ * ferry__lanes_pick, when the ticket had none): the caller waits for them with
  * ferry__staging_wait(async->stg, async), which also reports a copy failing
  * later, and must before async goes away. After an error no copy is left in
  * flight either way.
  */
-int ferry__load_ranges(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__range *ranges,
+int ferry__load_ranges(const struct ferry__loader *ld, struct ferry__file *f, const struct ferry__range *ranges,
 		       unsigned n, const struct ferry__load_opts *opts);
 
 /* Reads and validates the header of the open file f (against its size too),
@@ -69,7 +89,7 @@ size_t ferry__head_len(const struct ferry__npy_header *h);
  * order (converting on the host when the file is big-endian or Fortran order,
  * from the same open file). opts as for ferry__load_ranges (a converted
  * payload is complete on return). */
-int ferry__load_payload(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__npy_header *h,
+int ferry__load_payload(const struct ferry__loader *ld, struct ferry__file *f, const struct ferry__npy_header *h,
 			void *dst, const struct ferry__load_opts *opts);
 
 /* Fills ferry_array_info from a parsed header. */

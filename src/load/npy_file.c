@@ -98,7 +98,7 @@ static void convert_on_host(const struct ferry__npy_header *h, void *raw, void *
 
 /* Big-endian or Fortran-order payloads: read from the same open file on the
  * host, convert, copy over. */
-static int load_converted(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__npy_header *h,
+static int load_converted(const struct ferry__loader *ld, struct ferry__file *f, const struct ferry__npy_header *h,
 			  void *dst)
 {
 	int rc = -ENOMEM;
@@ -114,7 +114,7 @@ static int load_converted(ferry_ctx *ctx, struct ferry__file *f, const struct fe
 	if (rc < 0)
 		goto out;
 	convert_on_host(h, raw, ordered);
-	rc = ctx->dev->ops->copy_sync(ctx->dev, dst, ordered ? ordered : raw, h->data_size,
+	rc = ld->dev->ops->copy_sync(ld->dev, dst, ordered ? ordered : raw, h->data_size,
 				      FERRY__H2D);
 	if (rc < 0)
 		ferry__fail(rc, "%s: copy to the device failed: %s", f->path, ferry_strerror(rc));
@@ -124,7 +124,7 @@ out:
 	return rc;
 }
 
-int ferry__load_payload(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__npy_header *h,
+int ferry__load_payload(const struct ferry__loader *ld, struct ferry__file *f, const struct ferry__npy_header *h,
 			void *dst, const struct ferry__load_opts *opts)
 {
 	if (h->data_size == 0)
@@ -134,8 +134,8 @@ int ferry__load_payload(ferry_ctx *ctx, struct ferry__file *f, const struct ferr
 			opts->stats->bytes_read += h->data_size;
 			opts->stats->reads++;
 		}
-		return load_converted(ctx, f, h, dst);
+		return load_converted(ld, f, h, dst);
 	}
 	struct ferry__range range = { .offset = h->data_offset, .len = h->data_size, .dst = dst };
-	return ferry__load_ranges(ctx, f, &range, 1, opts);
+	return ferry__load_ranges(ld, f, &range, 1, opts);
 }

@@ -31,7 +31,7 @@ struct plan {
 };
 
 struct load_job {
-	ferry_ctx *ctx;
+	const struct ferry__loader *ld;
 	struct ferry__file *f;
 	struct plan *plan;
 	unsigned next;     /* next read to take (atomic) */
@@ -187,7 +187,7 @@ static int lease_buffers(struct ferry__staging *stg, struct ferry__buf **bufs, u
 static int check_head(struct load_job *job, const struct planned_read *r, const void *data)
 {
 	const struct ferry__load_opts *o = job->opts;
-	if (r->offset != 0 || !o->head || job->ctx->io_ops->placement != FERRY__STAGE_PINNED)
+	if (r->offset != 0 || !o->head || job->ld->io_ops->placement != FERRY__STAGE_PINNED)
 		return 0;
 	if (!memcmp(data, o->head, o->head_len))
 		return 0;
@@ -213,7 +213,7 @@ static int read_and_queue(struct load_job *job, const struct planned_read *r,
 	for (unsigned i = 0; i < n; i++)
 		reqs[i] = (struct ferry__io_req){ .dst = bufs[i]->data, .len = r[i].len,
 						  .offset = r[i].offset };
-	int rc = job->ctx->io_ops->read(job->ctx->io, job->f, reqs, n);
+	int rc = job->ld->io_ops->read(job->ld->io, job->f, reqs, n);
 	count_reads(job, (unsigned)(r - job->plan->reads), n);
 	while (rc == 0 && handed < n) {
 		if ((rc = check_read(job, &r[handed], reqs[handed].result)) < 0 ||
@@ -250,7 +250,7 @@ static int run_some_reads(struct load_job *job, unsigned max)
 static void load_worker(void *arg, unsigned index)
 {
 	struct load_job *job = arg;
-	unsigned depth = job->ctx->io_ops->depth;
+	unsigned depth = job->ld->io_ops->depth;
 	if (depth > MAX_READS_PER_CALL)
 		depth = MAX_READS_PER_CALL;
 	while (!job_failed(job) && __atomic_load_n(&job->next, __ATOMIC_RELAXED) < job->plan->nreads) {
@@ -278,7 +278,7 @@ static int run_plan(struct load_job *job, unsigned parallel)
 {
 	if (parallel > job->plan->nreads)
 		parallel = job->plan->nreads;
-	ferry__pool_parallel(job->ctx->pool, parallel ? parallel : 1, load_worker, job);
+	ferry__pool_parallel(job->ld->pool, parallel ? parallel : 1, load_worker, job);
 	if (!job->error) {
 		int rc = ferry__io_check_unchanged(job->f);
 		if (rc < 0)
@@ -287,20 +287,32 @@ static int run_plan(struct load_job *job, unsigned parallel)
 	return job->error;
 }
 
-int ferry__load_ranges(ferry_ctx *ctx, struct ferry__file *f, const struct ferry__range *ranges,
-		       unsigned n, const struct ferry__load_opts *opts)
+int ferry__load_open(const struct ferry__loader *ld, const char *path, struct ferry__file **out)
+{
+	return ld->io_ops->open(ld->io, path, ld->direct ? FERRY__IO_DIRECT : 0, out);
+}
+
+void ferry__load_close(const struct ferry__loader *ld, struct ferry__file *f)
+{
+	if (f)
+		ld->io_ops->close(ld->io, f);
+}
+
+int ferry__load_ranges(const struct ferry__loader *ld, struct ferry__file *f,
+		       const struct ferry__range *ranges, unsigned n,
+		       const struct ferry__load_opts *opts)
 {
 	struct ferry__ticket own = { 0 };
 	struct ferry__ticket *ticket = opts->async ? opts->async : &own;
 	if (!ticket->stg) /* a load continuing on an async ticket stays on its lane */
-		ticket->stg = ferry__ctx_lane(ctx);
+		ticket->stg = ferry__lanes_pick(ld->lanes);
 	struct plan plan = { 0 };
 	int rc = make_plan(ranges, n, ferry__staging_chunk_size(ticket->stg), f->path, &plan);
 	if (rc < 0 || plan.nreads == 0) {
 		free_plan(&plan);
 		return rc < 0 ? rc : ferry__io_check_unchanged(f);
 	}
-	struct load_job job = { .ctx = ctx, .f = f, .plan = &plan, .ticket = ticket, .opts = opts };
+	struct load_job job = { .ld = ld, .f = f, .plan = &plan, .ticket = ticket, .opts = opts };
 	pthread_mutex_init(&job.lock, NULL);
 	run_plan(&job, opts->parallel);
 	int wait_rc = finish_copies(&job, opts->async != NULL);

@@ -276,49 +276,6 @@ void ferry__shard_range(uint64_t count, unsigned shard, unsigned nshards, uint64
 	*end = (uint64_t)(c * (shard + 1u) / nshards);
 }
 
-static int env_int(const char *name, long lo, long hi, long *out)
-{
-	const char *s = getenv(name);
-	char *end;
-
-	if (!s || !*s)
-		return 0;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return ferry__fail(-FERRY_ECONFIG, "%s=%s: not an integer in %ld..%ld", name, s, lo,
-				   hi);
-	*out = v;
-	return 1;
-}
-
-int ferry__resolve_shards(int shard_id, int num_shards, unsigned *shard_out,
-			  unsigned *nshards_out)
-{
-	long shard = 0, n = 1;
-	int rc;
-
-	if (num_shards <= 0) {
-		if ((rc = env_int("WORLD_SIZE", 1, 1 << 30, &n)) < 0)
-			return rc;
-		shard_id = -1;
-	} else {
-		n = num_shards;
-	}
-	if (shard_id < 0) {
-		if ((rc = env_int("RANK", 0, 1 << 30, &shard)) < 0)
-			return rc;
-	} else {
-		shard = shard_id;
-	}
-	if (shard >= n)
-		return ferry__fail(-FERRY_ECONFIG, "reader: shard %ld of %ld does not exist", shard,
-				   n);
-	*shard_out = (unsigned)shard;
-	*nshards_out = (unsigned)n;
-	return 0;
-}
-
 unsigned ferry__epoch_shard(unsigned shard, unsigned nshards, int stick, uint64_t epoch)
 {
 	if (stick)

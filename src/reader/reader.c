@@ -84,6 +84,7 @@ struct header_entry {
 
 struct ferry_reader {
 	ferry_ctx *ctx;
+	const struct ferry__loader *ld;
 	struct ferry__device *dev;
 	struct ferry__dataset ds;
 	struct ferry__roi_spec roi;
@@ -135,10 +136,8 @@ static int slot_fail(struct ferry_reader *r, struct slot *s, int err)
 
 static void slot_close(struct ferry_reader *r, struct slot *s)
 {
-	if (s->f) {
-		r->ctx->io_ops->close(r->ctx->io, s->f);
-		s->f = NULL;
-	}
+	ferry__load_close(r->ld, s->f);
+	s->f = NULL;
 }
 
 static void slot_reset(struct slot *s, uint64_t file, int is_padding)
@@ -231,13 +230,12 @@ static void open_slot(struct ferry_batch *b, struct slot *s)
 {
 	struct ferry_reader *r = b->r;
 	const char *path = r->ds.paths[s->file];
-	int flags = r->ctx->direct ? FERRY__IO_DIRECT : 0;
 	int rc;
 
 	if (s->is_padding)
 		return;
 	ferry__clear_error(); /* a message left by another file must not be this one's */
-	rc = r->ctx->io_ops->open(r->ctx->io, path, flags, &s->f);
+	rc = ferry__load_open(r->ld, path, &s->f);
 	if (rc == 0)
 		rc = cached_header(r, s->file, s->f, &s->h, s->head);
 	if (rc == 0)
@@ -400,7 +398,7 @@ static int read_runs(struct ferry_batch *b, struct slot *s, char *dst,
 		ranges[k] = (struct ferry__range){ .offset = s->h.data_offset + runs[k].src,
 						   .len = runs[k].len,
 						   .dst = dst + runs[k].dst };
-	rc = ferry__load_ranges(b->r->ctx, s->f, ranges, (unsigned)n, &opts);
+	rc = ferry__load_ranges(b->r->ld, s->f, ranges, (unsigned)n, &opts);
 	free(ranges);
 	return rc;
 }
@@ -416,12 +414,12 @@ static int copy_runs_via_scratch(struct ferry_batch *b, struct slot *s, char *ds
 	int rc;
 
 	if (n == 1 && runs[0].src == 0 && runs[0].dst == 0 && runs[0].len == s->h.data_size)
-		return ferry__load_payload(b->r->ctx, s->f, &s->h, dst, &opts);
+		return ferry__load_payload(b->r->ld, s->f, &s->h, dst, &opts);
 	rc = dev->ops->mem_alloc(dev, s->h.data_size, &scratch);
 	if (rc < 0)
 		return ferry__fail(rc, "reader: cannot allocate %llu bytes of scratch memory",
 				   (unsigned long long)s->h.data_size);
-	rc = ferry__load_payload(b->r->ctx, s->f, &s->h, scratch, &opts);
+	rc = ferry__load_payload(b->r->ld, s->f, &s->h, scratch, &opts);
 	for (int64_t k = 0; rc == 0 && k < n; k++)
 		rc = dev->ops->copy_async(dev, b->stream, dst + runs[k].dst,
 					  (char *)scratch + runs[k].src, runs[k].len, FERRY__D2D);
@@ -505,7 +503,7 @@ static void list_outputs(struct ferry_batch *b)
 static int complete_batch(struct ferry_batch *b)
 {
 	struct ferry__device *dev = b->r->dev;
-	int rc = ferry__staging_commit(ferry__ctx_lane(b->r->ctx), b->ev);
+	int rc = ferry__staging_commit(ferry__lanes_pick(b->r->ld->lanes), b->ev);
 
 	return rc < 0 ? rc : dev->ops->event_sync(dev, b->ev);
 }
@@ -904,15 +902,10 @@ int ferry_batch_wait(ferry_batch *b)
 	return dev->ops->event_sync(dev, b->ev);
 }
 
-/* On CUDA a ferry__stream is the CUstream itself, so the caller's stream can
- * wait on the batch's event on the device; the host device has no CUDA
- * streams, so there it is a host wait. */
 int ferry_batch_stream_wait(ferry_batch *b, void *cuda_stream)
 {
 	struct ferry__device *dev = b->r->dev;
-	if (strcmp(dev->ops->name, "cuda"))
-		return ferry_batch_wait(b);
-	return dev->ops->stream_wait_event(dev, (struct ferry__stream *)cuda_stream, b->ev);
+	return dev->ops->native_stream_wait(dev, cuda_stream, b->ev);
 }
 
 void ferry_batch_release(ferry_batch *b)
@@ -950,15 +943,6 @@ int ferry_reader_stats(ferry_reader *r, struct ferry_reader_stats *out)
 	return 0;
 }
 
-static unsigned default_threads(const ferry_ctx *ctx)
-{
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (ctx->threads)
-		return ctx->threads;
-	return cores < 1 ? 1 : cores > 8 ? 8 : (unsigned)cores;
-}
-
 static int check_limit(const char *name, unsigned long v, unsigned long max)
 {
 	if (v <= max)
@@ -978,7 +962,7 @@ static int check_limits(const struct ferry_reader_config *cfg)
 
 static int apply_config(struct ferry_reader *r, const struct ferry_reader_config *cfg)
 {
-	int rc = ferry__resolve_shards(cfg->shard_id, cfg->num_shards, &r->shard, &r->nshards);
+	int rc = ferry__settings_shard(cfg->shard_id, cfg->num_shards, &r->shard, &r->nshards);
 
 	if (rc < 0)
 		return rc;
@@ -989,7 +973,7 @@ static int apply_config(struct ferry_reader *r, const struct ferry_reader_config
 	if ((rc = check_limits(cfg)) < 0)
 		return rc;
 	r->batch_size = cfg->batch_size ? cfg->batch_size : 1;
-	r->threads = cfg->threads ? cfg->threads : default_threads(r->ctx);
+	r->threads = cfg->threads ? cfg->threads : r->ld->threads;
 	r->depth = cfg->prefetch_depth ? cfg->prefetch_depth : 2;
 	r->epochs = cfg->epochs;
 	r->seed = cfg->seed;
@@ -1029,7 +1013,8 @@ int ferry_reader_open(ferry_ctx *ctx, const struct ferry_reader_config *cfg, fer
 	if (!r)
 		return ferry__fail(-ENOMEM, "%s: reader: out of memory", dataset_name(cfg));
 	r->ctx = ctx;
-	r->dev = ctx->dev;
+	r->ld = &ctx->ld;
+	r->dev = ctx->ld.dev;
 	r->name = strdup(dataset_name(cfg));
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->cache_lock, NULL);

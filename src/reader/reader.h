@@ -31,11 +31,6 @@ void ferry__dataset_free(struct ferry__dataset *ds);
 void ferry__shard_range(uint64_t count, unsigned shard, unsigned nshards, uint64_t *begin,
 			uint64_t *end);
 
-/* Resolves shard_id / num_shards (the config's sentinels, RANK, WORLD_SIZE).
- * Returns 0 or -FERRY_ECONFIG. */
-int ferry__resolve_shards(int shard_id, int num_shards, unsigned *shard_out,
-			  unsigned *nshards_out);
-
 /* The shard epoch reads: shard, or (shard + epoch) % nshards. */
 unsigned ferry__epoch_shard(unsigned shard, unsigned nshards, int stick, uint64_t epoch);
 

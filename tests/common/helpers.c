@@ -1,12 +1,14 @@
 #include "helpers.h"
 
+#include "context/context.h"
+
 #include <ftw.h>
 #include <unistd.h>
 
 struct ferry__device *t_open_device(void)
 {
 	struct ferry__device *dev;
-	int rc = ferry__device_open_env(&dev);
+	int rc = ferry__ctx_open_device(NULL, &dev);
 	if (rc < 0)
 		T_SKIP("no device: %s (%s)", ferry_strerror(rc), ferry_last_error());
 	return dev;
