@@ -47,7 +47,7 @@ LIB_HDRS  := $(wildcard src/*/*.h include/*.h)
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_COMMON := $(sort $(wildcard tests/common/*.c))
-TOOL_SRCS := $(sort $(wildcard tools/*.c))
+TOOL_SRCS := $(sort $(wildcard tools/*.c tools/bench/*.c))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
@@ -71,8 +71,8 @@ $(BUILD)/libferry.so: $(LIB_OBJS) src/ferry.map
 	ln -sf libferry.so.$(VERSION) $(BUILD)/libferry.so.$(SOVERSION)
 	ln -sf libferry.so.$(VERSION) $@
 
-$(BUILD)/ferry: $(TOOL_SRCS) $(BUILD)/libferry.a $(wildcard tools/*.h)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TOOL_SRCS) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
+$(BUILD)/ferry: $(TOOL_SRCS) $(BUILD)/libferry.a $(wildcard tools/*.h tools/bench/*.h)
+	$(CC) $(CPPFLAGS) -Itools $(CFLAGS) $(LDFLAGS) -o $@ $(TOOL_SRCS) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/common/helpers.h $(BUILD)/libferry.a | $(BUILD)/tests
 	$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_COMMON) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)

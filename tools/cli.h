@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "ferry.h"
+#include "npy/npy.h"
 
 struct ferry_cli_command {
 	const char *name;
@@ -57,8 +58,10 @@ void ferry_cli_json_string(FILE *out, const char *s);
 /* Returns the dtype numpy names name ("float32"), or FERRY_DTYPE_INVALID. */
 enum ferry_dtype ferry_cli_dtype_by_name(const char *name);
 
-/* ---- the `ferry gen` payload (cmd_gen.c) ---- */
+/* ---- the `ferry gen` dataset (gen_data.c) ---- */
 
+/* splitmix64's output step (Steele, Lea, Flood 2014): the formula's mixer. */
+uint64_t ferry_cli_gen_mix(uint64_t x);
 /* The per-file key of the payload formula: mix(seed ^ mix(index)). */
 uint64_t ferry_cli_gen_key(uint64_t seed, uint64_t index);
 /* Fills buf with len payload bytes starting at payload offset `offset`. */
@@ -76,6 +79,13 @@ struct ferry_cli_gen_spec {
 	int64_t shape[FERRY_MAX_DIMS];
 	int version;		/* 0: smallest that fits, else 1, 2 or 3 */
 };
+/* The largest payload `ferry gen` writes: past the largest header, every
+ * offset of the file must fit an off_t. */
+#define FERRY_CLI_GEN_MAX_PAYLOAD \
+	((uint64_t)INT64_MAX - FERRY__NPY_PREFIX_MAX - FERRY__NPY_MAX_HEADER)
+/* The payload bytes of spec (element count times itemsize, overflow checked;
+ * a zero dimension makes 0). Returns 0, or -1 when it passes the maximum. */
+int ferry_cli_gen_nbytes(const struct ferry_cli_gen_spec *spec, uint64_t *nbytes);
 /* Writes path as a .npy of spec whose payload is the formula for key.
  * Returns 0, or 1 after printing "ferry: PATH: reason". */
 int ferry_cli_gen_file(const char *path, const struct ferry_cli_gen_spec *spec, uint64_t key,
@@ -83,7 +93,7 @@ int ferry_cli_gen_file(const char *path, const struct ferry_cli_gen_spec *spec, 
 /* Size of the scratch buffer ferry_cli_gen_file writes through. */
 #define FERRY_CLI_GEN_BUFFER (8u << 20)
 
-/* ---- the independent CPU read behind `ferry read --verify` (cmd_read.c) ---- */
+/* ---- the independent CPU read behind `ferry read --verify` (cpu_read.c) ---- */
 
 /*
  * Reads path with plain stdio and returns its array as ferry promises it:

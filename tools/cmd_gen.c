@@ -48,166 +48,6 @@ static const char gen_help[] =
 	"number i % 14 in the order listed above.\n"
 	"Exit status: 0 when every file was written, 1 otherwise.\n";
 
-/* ---- the payload formula ---- */
-
-/* splitmix64's output step (Steele, Lea, Flood 2014). */
-static uint64_t mix(uint64_t x)
-{
-	x += 0x9E3779B97F4A7C15ull;
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-	return x ^ (x >> 31);
-}
-
-uint64_t ferry_cli_gen_key(uint64_t seed, uint64_t index)
-{
-	return mix(seed ^ mix(index));
-}
-
-static void store_le64(unsigned char *p, uint64_t v)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	memcpy(p, &v, 8);
-}
-
-void ferry_cli_gen_fill(void *buf, size_t len, uint64_t key, uint64_t offset)
-{
-	unsigned char *p = buf, word[8];
-	size_t done = 0;
-
-	/* An unaligned start and a partial last word go byte by byte. */
-	while (done < len && ((offset + done) % 8 || len - done < 8)) {
-		store_le64(word, mix(key + (offset + done) / 8));
-		p[done] = word[(offset + done) % 8];
-		done++;
-	}
-	for (uint64_t w = (offset + done) / 8; len - done >= 8; w++, done += 8)
-		store_le64(p + done, mix(key + w));
-	while (done < len) {
-		store_le64(word, mix(key + (offset + done) / 8));
-		p[done] = word[(offset + done) % 8];
-		done++;
-	}
-}
-
-size_t ferry_cli_gen_check(const void *buf, size_t len, uint64_t key, uint64_t offset)
-{
-	const unsigned char *p = buf;
-	unsigned char want[4096];
-
-	for (size_t done = 0; done < len; done += sizeof(want)) {
-		size_t n = len - done < sizeof(want) ? len - done : sizeof(want);
-		ferry_cli_gen_fill(want, n, key, offset + done);
-		if (memcmp(p + done, want, n))
-			for (size_t i = 0; i < n; i++)
-				if (p[done + i] != want[i])
-					return done + i;
-	}
-	return len;
-}
-
-/* ---- writing one file ---- */
-
-/* The largest payload `ferry gen` writes: after the largest header, every offset
- * of the file still fits an int64, as numpy and ferry require. */
-#define GEN_MAX_PAYLOAD ((uint64_t)INT64_MAX - FERRY__NPY_PREFIX_MAX - FERRY__NPY_MAX_HEADER)
-
-/* Computes the payload bytes of spec: element count times itemsize, each
- * product checked for overflow (zero dimensions left out of the check, as
- * numpy and ferry's reader do). Returns 0, or -1 when a dimension is negative
- * or the payload would pass GEN_MAX_PAYLOAD. */
-static int spec_nbytes(const struct ferry_cli_gen_spec *spec, uint64_t *nbytes)
-{
-	int64_t product = (int64_t)ferry_dtype_size(spec->dtype);
-	int any_zero = 0;
-
-	for (int i = 0; i < spec->ndim; i++) {
-		if (spec->shape[i] < 0)
-			return -1;
-		if (spec->shape[i] == 0)
-			any_zero = 1;
-		else if (__builtin_mul_overflow(product, spec->shape[i], &product))
-			return -1;
-	}
-	if ((uint64_t)product > GEN_MAX_PAYLOAD)
-		return -1;
-	*nbytes = any_zero ? 0 : (uint64_t)product;
-	return 0;
-}
-
-static int write_all(int fd, const unsigned char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Writes the header, then the payload bytes in scratch-sized pieces. Returns 0
- * or -errno. */
-static int write_npy(int fd, const struct ferry_cli_gen_spec *spec, uint64_t payload,
-		     uint64_t key, unsigned char *scratch, size_t scratch_len)
-{
-	uint64_t offset = 0;
-	int header = ferry__npy_write_header(scratch, scratch_len, spec->dtype, spec->byteorder,
-					     spec->fortran_order, spec->ndim, spec->shape,
-					     spec->version);
-	size_t used;
-
-	if (header < 0)
-		return header;
-	used = (size_t)header;
-	do {
-		size_t n = scratch_len - used;
-		if (n > payload - offset)
-			n = (size_t)(payload - offset);
-		ferry_cli_gen_fill(scratch + used, n, key, offset);
-		int rc = write_all(fd, scratch, used + n);
-		if (rc < 0)
-			return rc;
-		offset += n;
-		used = 0;
-	} while (offset < payload);
-	return 0;
-}
-
-int ferry_cli_gen_file(const char *path, const struct ferry_cli_gen_spec *spec, uint64_t key,
-		       void *scratch, size_t scratch_len)
-{
-	uint64_t payload;
-	int fd, rc;
-
-	/* Refused before the file is created: a payload too large for a .npy. */
-	if (spec_nbytes(spec, &payload) < 0) {
-		fprintf(stderr, "ferry: %s: cannot write: the shape's payload overflows a .npy file\n",
-			path);
-		return 1;
-	}
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		fprintf(stderr, "ferry: %s: cannot create: %s\n", path, strerror(errno));
-		return 1;
-	}
-	rc = write_npy(fd, spec, payload, key, scratch, scratch_len);
-	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
-	if (rc < 0) {
-		fprintf(stderr, "ferry: %s: cannot write: %s\n", path,
-			rc == -EINVAL ? "invalid dtype or shape" : strerror(-rc));
-		unlink(path);
-		return 1;
-	}
-	return 0;
-}
-
 /* ---- the dataset ---- */
 
 struct gen_job {
@@ -223,7 +63,7 @@ struct gen_job {
 /* The spec of file index under --mix, from the documented h. */
 static void mix_spec(const struct gen_job *job, unsigned index, struct ferry_cli_gen_spec *s)
 {
-	uint64_t h = mix(job->seed ^ mix(index) ^ 0x6D6978);
+	uint64_t h = ferry_cli_gen_mix(job->seed ^ ferry_cli_gen_mix(index) ^ 0x6D6978);
 	size_t itemsize;
 	uint64_t count, rest;
 
@@ -267,7 +107,7 @@ static int run_job(struct gen_job *job)
 		if (ferry_cli_gen_file(path, &spec, ferry_cli_gen_key(job->seed, i), scratch,
 				       FERRY_CLI_GEN_BUFFER))
 			job->failed++;
-		else if (spec_nbytes(&spec, &nbytes) == 0)
+		else if (ferry_cli_gen_nbytes(&spec, &nbytes) == 0)
 			job->bytes += nbytes;
 	}
 	free(scratch);
@@ -325,10 +165,10 @@ static int check_gen_job(struct gen_job *job, const char *shape, int big)
 	uint64_t nbytes;
 
 	job->base.byteorder = itemsize == 1 ? '|' : big ? '>' : '<';
-	if (shape && !job->mix && spec_nbytes(&job->base, &nbytes) < 0)
+	if (shape && !job->mix && ferry_cli_gen_nbytes(&job->base, &nbytes) < 0)
 		return fprintf(stderr, "ferry: --shape %s: too large: %s items would pass the %" PRIu64
 			       "-byte limit of a .npy payload\n",
-			       shape, ferry_dtype_name(job->base.dtype), GEN_MAX_PAYLOAD), 2;
+			       shape, ferry_dtype_name(job->base.dtype), FERRY_CLI_GEN_MAX_PAYLOAD), 2;
 	if (!shape && !job->mix) {
 		if (job->size % itemsize)
 			return fprintf(stderr, "ferry: --size %" PRIu64 ": not a multiple of %s's %zu bytes\n",
@@ -353,7 +193,7 @@ static int apply_gen_option(int c, const char *arg, struct gen_job *job, const c
 			return 2;
 		job->files = (unsigned)files;
 		return -1;
-	case 's': return ferry_cli_parse_uint("--size", arg, 0, GEN_MAX_PAYLOAD, &job->size) ? 2 : -1;
+	case 's': return ferry_cli_parse_uint("--size", arg, 0, FERRY_CLI_GEN_MAX_PAYLOAD, &job->size) ? 2 : -1;
 	case 'r': return ferry_cli_parse_uint("--seed", arg, 0, UINT64_MAX, &job->seed) ? 2 : -1;
 	case 'd':
 		job->base.dtype = ferry_cli_dtype_by_name(arg);

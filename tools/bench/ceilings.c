@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "base/base.h"
 #include "context/context.h"
 #include "io/io.h"

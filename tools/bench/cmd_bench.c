@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "cli.h"
 #include "base/base.h"
 #include "context/context.h"

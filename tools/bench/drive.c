@@ -7,7 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "base/base.h"
 
 /* Workers arrive and wait; the main thread waits for all, then opens it. */

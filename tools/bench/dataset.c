@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "cli.h"
 #include "base/base.h"
 

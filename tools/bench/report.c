@@ -5,28 +5,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "bench/bench.h"
+#include "cli.h"
 
 /* ---- JSON ---- */
 
+/* A JSON string (null for NULL), valid whatever the bytes (cli.c). */
 static void json_string(const char *s)
 {
-	if (!s) {
+	if (!s)
 		fputs("null", stdout);
-		return;
-	}
-	putchar('"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", stdout);
-		else if (*p < 0x20)
-			printf("\\u%04x", *p);
-		else
-			putchar(*p);
-	}
-	putchar('"');
+	else
+		ferry_cli_json_string(stdout, s);
 }
 
 /* A number, or null when it was not measured (0 or less). */

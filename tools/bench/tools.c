@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "base/base.h"
 #include "context/context.h"
 #include "io/io.h"
