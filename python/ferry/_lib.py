@@ -149,7 +149,7 @@ c_int_p = ctypes.POINTER(ctypes.c_int)
 class CtxOptions(ctypes.Structure):
     _fields_ = [("device", ctypes.c_char_p), ("gpu", ctypes.c_int), ("io", ctypes.c_char_p),
                 ("chunk_size", ctypes.c_size_t), ("max_buffers", ctypes.c_uint),
-                ("threads", ctypes.c_uint), ("direct", ctypes.c_int)]
+                ("threads", ctypes.c_uint), ("direct", ctypes.c_int), ("lanes", ctypes.c_uint)]
 
 
 class ArrayInfo(ctypes.Structure):
