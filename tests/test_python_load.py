@@ -135,8 +135,8 @@ def test_errors(tmp):
     try:
         ferry.Context(device="tpu")
         check(False, "device 'tpu': no error")
-    except ferry.FerryError as e:
-        check(e.errno == ferry.ECONFIG, "device 'tpu': errno %r" % e.errno)
+    except ValueError as e:  # refused in Python, before libferry
+        check("device" in str(e), "device 'tpu': %s" % e)
 
 
 def ferry_array_of(view):

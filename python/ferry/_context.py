@@ -5,7 +5,7 @@ import os
 import sys
 import threading
 
-from . import _lib
+from . import _check, _lib
 from ._array import Array
 
 try:
@@ -25,15 +25,22 @@ class _CtxHandle(_lib.Handle):
         self.device_id = gpu if self.device == "cuda" else 0
 
 
+DEVICES = ("auto", "cuda", "host")
+IO_BACKENDS = ("auto", "posix", "uring", "cufile")
+
+
 def _stream_number(stream):
-    """A DLPack-style stream number of a torch or cupy stream, or an int."""
-    if stream is None or isinstance(stream, int):
-        return stream
-    for attr in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
-        if hasattr(stream, attr):
-            return int(getattr(stream, attr))
-    raise TypeError("stream must be None, an int or a torch/cupy stream, not %r"
-                    % type(stream).__name__)
+    """A DLPack-style stream number of a torch or cupy stream, or an int
+    (TypeError or ValueError for anything else)."""
+    return _check.stream("stream", stream)
+
+
+def _check_ctx(ctx):
+    """ctx must be None or a ferry.Context."""
+    if ctx is not None and not isinstance(ctx, Context):
+        raise TypeError("ctx must be None or a ferry.Context, not %s (%r)"
+                        % (type(ctx).__name__, ctx))
+    return ctx
 
 
 class _CopiesOwner:
@@ -105,30 +112,44 @@ class Context:
     IO threads. Loading through a context reuses all of them.
 
     Arguments (None takes the environment's value, then libferry's default):
-    device ('auto', 'cuda' or 'host'; $FERRY_DEVICE), gpu (the GPU ordinal;
-    $FERRY_GPU, then $LOCAL_RANK, then 0), io ('auto', 'posix', 'uring' or
-    'cufile'; $FERRY_IO), threads (IO threads; $FERRY_THREADS), chunk_size
-    (staging chunk in bytes, a power of two from 4 KiB to 16 MiB;
-    $FERRY_CHUNK_SIZE), max_buffers (staging buffers at most; $FERRY_MAX_BUFFERS), direct
-    (True: O_DIRECT reads; $FERRY_ODIRECT).
+    device ('auto', 'cuda' or 'host'; $FERRY_DEVICE), gpu (the GPU ordinal,
+    an int >= 0; None or -1: $FERRY_GPU, then $LOCAL_RANK, then 0), io
+    ('auto', 'posix', 'uring' or 'cufile'; $FERRY_IO), threads (IO threads,
+    1 to 1024; $FERRY_THREADS), chunk_size (staging chunk in bytes, a power of
+    two from 4 KiB to 16 MiB; $FERRY_CHUNK_SIZE), max_buffers (staging buffers
+    at most, 1 to 4096; $FERRY_MAX_BUFFERS), direct (a bool: O_DIRECT reads;
+    $FERRY_ODIRECT).
 
-    Raises FerryError when the device or backend is unavailable or an option
-    is invalid. Use it as a context manager, or call close(); arrays and
-    readers made from it stay valid after close(), which frees the context
-    only once the last of them is gone.
+    Arguments are checked before libferry sees them: TypeError for a wrong
+    type (a bool where a number is meant included; numpy integers are
+    accepted), ValueError for a value out of range, each naming the argument.
+    Raises FerryError when the device or backend is unavailable or the
+    environment holds an invalid value. Use it as a context manager, or call
+    close(); arrays and readers made from it stay valid after close(), which
+    frees the context only once the last of them is gone.
     """
 
     def __init__(self, device=None, io=None, threads=None, chunk_size=None, direct=None,
                  gpu=None, max_buffers=None):
+        device = _check.choice("device", device, DEVICES, none_ok=True)
+        io = _check.choice("io", io, IO_BACKENDS, none_ok=True)
+        threads = _check.optional_integer("threads", threads, 1, _check.THREADS_MAX,
+                                          "$FERRY_THREADS, else the default")
+        chunk_size = _check.chunk_size("chunk_size", chunk_size)
+        direct = None if direct is None else _check.flag("direct", direct)
+        gpu = _check.optional_integer("gpu", gpu, -1, _check.INT_MAX,
+                                      "$FERRY_GPU, then $LOCAL_RANK, then 0; -1 the same")
+        max_buffers = _check.optional_integer("max_buffers", max_buffers, 1, _check.BUFFERS_MAX,
+                                              "$FERRY_MAX_BUFFERS, else the default")
         lib = _lib.get()
         opt = _lib.CtxOptions()
         opt.device = device.encode() if device else None
-        opt.gpu = -1 if gpu is None else int(gpu)
+        opt.gpu = -1 if gpu is None else gpu
         opt.io = io.encode() if io else None
-        opt.chunk_size = int(chunk_size or 0)
-        opt.max_buffers = int(max_buffers or 0)
-        opt.threads = int(threads or 0)
-        opt.direct = -1 if direct is None else int(bool(direct))
+        opt.chunk_size = chunk_size or 0
+        opt.max_buffers = max_buffers or 0
+        opt.threads = threads or 0
+        opt.direct = -1 if direct is None else direct
         ptr = ctypes.c_void_p()
         _lib.check(lib.ferry_ctx_create(ctypes.byref(ptr), ctypes.byref(opt)))
         self._handle = _CtxHandle(ptr.value, _gpu_ordinal(gpu))
@@ -179,14 +200,17 @@ class Context:
         (and on the host device) it waits on the host until the data is
         complete, so the result is ready on every stream ('stream' None).
         Raises FerryError naming the file; a copy that fails after the return
-        shows as that stream's CUDA error.
+        shows as that stream's CUDA error. TypeError for a path that is not
+        str, bytes or os.PathLike, ValueError("embedded null byte") for a path
+        with a NUL byte (as open() raises), TypeError or ValueError for a bad
+        stream.
         """
+        raw = _lib.path_bytes(path)
         stream = _stream_number(stream)
         handle = self._live()
         lib = _lib.get()
         ptr = ctypes.c_void_p()
-        _lib.check(lib.ferry_load_async(handle.ptr, _lib.path_bytes(path), ctypes.byref(ptr)),
-                   path)
+        _lib.check(lib.ferry_load_async(handle.ptr, raw, ctypes.byref(ptr)), path)
         owner = _LoadedOwner(handle, ptr.value, os.fspath(path))
         cai_stream = owner.ready_on(handle.device, stream)
         info = lib.ferry_array_info(ptr).contents
@@ -221,12 +245,17 @@ _defaults_lock = threading.Lock()
 
 def default_context(device=None):
     """Returns the module's shared Context for device ('cuda', 'host', 'auto'
-    or None for $FERRY_DEVICE, else auto), creating it on first use."""
-    key = device or os.environ.get("FERRY_DEVICE") or "auto"
+    or None for $FERRY_DEVICE, else auto), creating it on first use. Raises
+    TypeError or ValueError for another device, FerryError for an invalid
+    $FERRY_DEVICE."""
+    device = _check.choice("device", device, DEVICES, none_ok=True)
+    env = os.environ.get("FERRY_DEVICE") or None
+    key = device or env or "auto"
     with _defaults_lock:
         ctx = _defaults.get(key)
         if ctx is None:
-            ctx = _defaults[key] = Context(device=key)
+            # From the environment, libferry checks the value and names the variable.
+            ctx = _defaults[key] = Context(device=device or (key if key in DEVICES else None))
         return ctx
 
 
@@ -251,8 +280,14 @@ def load(path, device=None, stream=None, ctx=None):
     imported and the device is cuda: the result is then ready on that stream
     without a host sync (see Context.load; with no stream at all the load
     waits on the host and the result is ready on any stream). Raises
-    FerryError (an OSError) naming the file.
+    FerryError (an OSError) naming the file; TypeError or ValueError for a
+    bad argument (ValueError("embedded null byte") for a path with a NUL
+    byte, as open() raises).
     """
+    _lib.path_bytes(path)
+    _check_ctx(ctx)
+    _check.choice("device", device, DEVICES, none_ok=True)
+    _stream_number(stream)
     ctx = ctx or default_context(device)
     if stream is None:
         stream = _torch_stream(ctx.device)
@@ -269,9 +304,12 @@ payload starts), nbytes, version ((major, minor))."""
 
 def info(path):
     """Reads and validates the header of the .npy file at path (no context,
-    no device) and returns an ArrayInfo namedtuple. Raises FerryError."""
+    no device) and returns an ArrayInfo namedtuple. Raises FerryError;
+    TypeError for a path that is not str, bytes or os.PathLike,
+    ValueError("embedded null byte") for a path with a NUL byte."""
+    raw = _lib.path_bytes(path)
     out = _lib.ArrayInfo()
-    _lib.check(_lib.get().ferry_info(_lib.path_bytes(path), ctypes.byref(out)), path)
+    _lib.check(_lib.get().ferry_info(raw, ctypes.byref(out)), path)
     return ArrayInfo(_lib.typestr(out.dtype, out.byteswapped),
                      tuple(out.shape[i] for i in range(out.ndim)), bool(out.fortran_order),
                      bool(out.byteswapped), out.data_offset, out.nbytes,

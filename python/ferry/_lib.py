@@ -290,6 +290,9 @@ def missing_reader_functions():
     return [name for name in READER_FUNCTIONS if not hasattr(lib, name)]
 
 
-def path_bytes(path):
-    """Returns path (str, bytes or os.PathLike) as bytes for a C call."""
-    return os.fsencode(os.fspath(path))
+def path_bytes(path, name="path"):
+    """Returns path (str, bytes or os.PathLike) as bytes for a C call: TypeError
+    for another type, ValueError("embedded null byte") for a path C would cut
+    short at a NUL byte."""
+    from . import _check
+    return _check.path(name, path)

@@ -2,10 +2,10 @@
 import ctypes
 import os
 
-from . import _lib
+from . import _check, _lib
 from ._array import Array
-from ._context import (_as_result, _CopiesOwner, _torch_stream, default_context,
-                       _stream_number)
+from ._context import (DEVICES, _as_result, _check_ctx, _CopiesOwner, _torch_stream,
+                       default_context, _stream_number)
 
 _OOB = {"error": 0, "pad": 1, "trim_to_shape": 2, "trim": 2}
 _ON_ERROR = {"stop": 0, "skip": 1}
@@ -44,19 +44,6 @@ class Batch(list):
     back to the reader only after every array of it is gone."""
 
 
-def _roi_array(ctype, values, name, n):
-    if values is None:
-        return None
-    values = list(values)
-    if len(values) != n:
-        raise ValueError("%s has %d values, other ROI arguments %d" % (name, len(values), n))
-    return (ctype * max(1, n))(*values)
-
-
-def _path_or_none(value):
-    return None if value is None else _lib.path_bytes(value)
-
-
 class Reader:
     """Reads a dataset of .npy files in batches, loading ahead in the
     background: a replacement for DALI's fn.readers.numpy, with its argument
@@ -67,22 +54,29 @@ class Reader:
     one a line, relative to file_root unless absolute), files (a list of
     paths, relative to file_root unless absolute). Files are sorted by path.
 
-    batch_size (1); epochs (None: as many as you iterate); shard_id and
-    num_shards (None: from $RANK and $WORLD_SIZE as torchrun sets them, else
-    0 of 1; shard i of n holds samples [N*i/n, N*(i+1)/n)); stick_to_shard
-    (False: epoch e reads shard (shard_id + e) % num_shards);
-    random_shuffle, seed (None: 0; the same permutation for the same seed and
-    epoch on every machine); pad_last_batch (fill the last batch by repeating
-    the last sample); prefetch_queue_depth (batches loading ahead, 2);
-    num_threads (IO threads; None: the context's); cache_header_information
-    (True: headers are cached, checked against size and mtime); on_error
-    ('stop' raises, 'skip' leaves bad files out of their batch).
+    batch_size (an int from 1 to 2**24, default 1); epochs (None: as many as
+    you iterate, else an int >= 1); shard_id and num_shards (None: from
+    $RANK and $WORLD_SIZE as torchrun sets them, else 0 of 1; as in DALI,
+    shard_id needs num_shards and 0 <= shard_id < num_shards; num_shards
+    alone takes the shard from $RANK, else 0; shard i of n holds samples
+    [N*i/n, N*(i+1)/n)); stick_to_shard (False: epoch e reads shard
+    (shard_id + e) % num_shards); random_shuffle, seed (an int from 0 to
+    2**64 - 1; None: 0; the same permutation for the same seed and epoch on
+    every machine); pad_last_batch (fill the last batch by repeating the last
+    sample); prefetch_queue_depth (batches loading ahead, 1 to 1024, default
+    2); num_threads (IO threads, 1 to 1024; None: the context's);
+    cache_header_information (True: headers are cached, checked against size
+    and mtime); on_error ('stop' raises, 'skip' leaves bad files out of their
+    batch). The flags (stick_to_shard, random_shuffle, pad_last_batch,
+    cache_header_information) take a bool, or 0 or 1.
 
     Region of interest, in C-order coordinates, as DALI defines it: roi_start,
-    roi_end, roi_shape (ints) or rel_roi_start, rel_roi_end, rel_roi_shape
-    (fractions of the extent), roi_axes (the axis of each value; default the
-    first axes), out_of_bounds_policy ('error', 'pad' or 'trim_to_shape'),
-    fill_value (padding value, 0).
+    roi_end, roi_shape (sequences of ints that fit int64) or rel_roi_start,
+    rel_roi_end, rel_roi_shape (fractions of the extent: finite real
+    numbers), roi_axes (the axis of each value, distinct ints from 0 to 31;
+    default the first axes), all of one length, out_of_bounds_policy
+    ('error', 'pad' or 'trim_to_shape'), fill_value (padding value, a real
+    number, 0).
 
     device ('cuda', 'host', 'auto'; None: $FERRY_DEVICE) picks the module's
     default context, unless ctx (a ferry.Context) is given. stream (None, an
@@ -95,11 +89,18 @@ class Reader:
     completes every batch before handing it over, so either wait returns at
     once; the caller's thread blocks only while the next batch is loading.
 
+    Every argument is checked before libferry sees it: TypeError for a wrong
+    type (a bool where a number is meant included; numpy integers are
+    accepted), ValueError for a value out of range (ValueError("embedded null
+    byte") for a path with a NUL byte, as open() raises), each naming the
+    argument and what it accepts.
+
     Iterating yields Batch objects (lists of arrays) up to the end of the
     current epoch; iterate again for the next epoch. len() is the number of
     batches in an epoch. Raises FerryError (bad options, no files, a file's
-    error: that batch is dropped and iteration can go on). Use it as a context
-    manager, or call close().
+    error: that batch is dropped and iteration can go on; an epoch in which
+    on_error='skip' skipped every file). Use it as a context manager, or
+    call close().
     """
 
     def __init__(self, file_root=None, file_list=None, files=None, file_filter=None,
@@ -114,43 +115,44 @@ class Reader:
             raise NotImplementedError(
                 "ferry.Reader needs the dataset reader C API, which the loaded libferry (%s) "
                 "lacks: %s" % (_lib.get().path, ", ".join(missing)))
-        if out_of_bounds_policy not in _OOB:
-            raise ValueError("out_of_bounds_policy must be 'error', 'pad' or 'trim_to_shape', "
-                             "not %r" % (out_of_bounds_policy,))
-        if on_error not in _ON_ERROR:
-            raise ValueError("on_error must be 'stop' or 'skip', not %r" % (on_error,))
-        _stream_number(stream)  # type check now
-        self._stream = stream
-        self._ctx = ctx or default_context(device)
         cfg = _lib.ReaderConfig()
         keep = []
-        cfg.root = _path_or_none(file_root)
-        cfg.filter = None if file_filter is None else file_filter.encode()
-        cfg.file_list = _path_or_none(file_list)
+        # Sources.
+        cfg.root = _check.optional_path("file_root", file_root)
+        cfg.filter = _check.pattern("file_filter", file_filter)
+        cfg.file_list = _check.optional_path("file_list", file_list)
         if files is not None:
-            if isinstance(files, (str, bytes, os.PathLike)):
-                raise TypeError("files must be a list of paths, not a single path")
-            names = [_lib.path_bytes(f) for f in files]
+            names = _check.paths("files", files)
             arr = (ctypes.c_char_p * max(1, len(names)))(*names)
             keep += [names, arr]
             cfg.files, cfg.nfiles = arr, len(names)
         keep += [cfg.root, cfg.filter, cfg.file_list]
-        cfg.batch_size = int(batch_size)
-        cfg.epochs = int(epochs or 0)
-        cfg.shard_id = -1 if shard_id is None else int(shard_id)
-        cfg.num_shards = 0 if num_shards is None else int(num_shards)
-        cfg.stick_to_shard = int(bool(stick_to_shard))
-        cfg.pad_last_batch = int(bool(pad_last_batch))
-        cfg.random_shuffle = int(bool(random_shuffle))
-        cfg.seed = int(seed or 0) & (2 ** 64 - 1)
-        cfg.threads = int(num_threads or 0)
-        cfg.prefetch_depth = int(prefetch_queue_depth or 0)
-        cfg.no_header_cache = int(not cache_header_information)
-        cfg.on_error = _ON_ERROR[on_error]
-
-        given = [v for v in (roi_start, roi_end, roi_shape, rel_roi_start, rel_roi_end,
-                             rel_roi_shape, roi_axes) if v is not None]
-        n = len(list(given[0])) if given else 0
+        # Batches, epochs, shards, order.
+        cfg.batch_size = _check.integer("batch_size", batch_size, 1, _check.BATCH_MAX)
+        cfg.epochs = _check.optional_integer("epochs", epochs, 1, _check.UINT64_MAX,
+                                             "as many as you iterate") or 0
+        num_shards = _check.optional_integer("num_shards", num_shards, 1, _check.INT_MAX,
+                                             "$WORLD_SIZE, else 1")
+        if shard_id is not None:
+            if num_shards is None:
+                raise ValueError("shard_id needs num_shards (shard_id=%r was given alone)"
+                                 % (shard_id,))
+            shard_id = _check.integer("shard_id", shard_id, 0, num_shards - 1,
+                                      "an int from 0 to num_shards - 1 = %d" % (num_shards - 1))
+        cfg.shard_id = -1 if shard_id is None else shard_id
+        cfg.num_shards = 0 if num_shards is None else num_shards
+        cfg.stick_to_shard = _check.flag("stick_to_shard", stick_to_shard)
+        cfg.pad_last_batch = _check.flag("pad_last_batch", pad_last_batch)
+        cfg.random_shuffle = _check.flag("random_shuffle", random_shuffle)
+        cfg.seed = _check.optional_integer("seed", seed, 0, _check.UINT64_MAX, "seed 0") or 0
+        cfg.threads = _check.optional_integer("num_threads", num_threads, 1, _check.THREADS_MAX,
+                                              "the context's") or 0
+        cfg.prefetch_depth = _check.integer("prefetch_queue_depth", prefetch_queue_depth, 1,
+                                            _check.PREFETCH_MAX)
+        cfg.no_header_cache = 1 - _check.flag("cache_header_information",
+                                              cache_header_information)
+        cfg.on_error = _ON_ERROR[_check.choice("on_error", on_error, tuple(_ON_ERROR))]
+        # Region of interest.
         roi = [("roi_start", ctypes.c_int64, roi_start, "roi_start"),
                ("roi_end", ctypes.c_int64, roi_end, "roi_end"),
                ("roi_shape", ctypes.c_int64, roi_shape, "roi_shape"),
@@ -158,15 +160,37 @@ class Reader:
                ("roi_end_rel", ctypes.c_double, rel_roi_end, "rel_roi_end"),
                ("roi_shape_rel", ctypes.c_double, rel_roi_shape, "rel_roi_shape"),
                ("roi_axes", ctypes.c_int, roi_axes, "roi_axes")]
-        cfg.roi_nvals = n
+        lengths = {}
         for field, ctype, values, name in roi:
-            arr = _roi_array(ctype, values, name, n)
-            if arr is not None:
-                keep.append(arr)
-                setattr(cfg, field, ctypes.cast(arr, ctypes.POINTER(ctype)))
-        cfg.out_of_bounds_policy = _OOB[out_of_bounds_policy]
-        cfg.fill_value = float(fill_value)
+            if values is None:
+                continue
+            if ctype is ctypes.c_double:
+                values = _check.reals(name, values)
+            elif name == "roi_axes":
+                values = _check.axes(name, values)
+            else:
+                values = _check.integers(name, values, _check.INT64_MIN, _check.INT64_MAX,
+                                         "an int that fits int64")
+            lengths[name] = len(values)
+            arr = (ctype * max(1, len(values)))(*values)
+            keep.append(arr)
+            setattr(cfg, field, ctypes.cast(arr, ctypes.POINTER(ctype)))
+        if len(set(lengths.values())) > 1:
+            raise ValueError("the ROI arguments must all have the same length, not %s" % ", ".join(
+                "%s %d" % item for item in lengths.items()))
+        cfg.roi_nvals = next(iter(lengths.values()), 0)
+        cfg.out_of_bounds_policy = _OOB[_check.choice("out_of_bounds_policy",
+                                                      out_of_bounds_policy, tuple(_OOB))]
+        cfg.fill_value = _check.real("fill_value", fill_value)
+        # Where batches go.
+        _check.choice("device", device, DEVICES, none_ok=True)
+        _check_ctx(ctx)
+        _stream_number(stream)
+        self._stream = stream
+        self._handle = None
+        self._ctx = ctx or default_context(device)
 
+        keep.append(cfg)
         ctx_handle = self._ctx._live()
         ptr = ctypes.c_void_p()
         _lib.check(_lib.get().ferry_reader_open(ctx_handle.ptr, ctypes.byref(cfg),
