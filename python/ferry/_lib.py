@@ -66,6 +66,17 @@ class Handle:
             with parent._lock:
                 parent.dependents += 1
 
+    def hold(self):
+        """Counts a call in progress on this handle as a dependent, so that a
+        release() meanwhile (another thread closing) defers the C close until
+        the call ends with drop_dependent(). Returns False, holding nothing,
+        when the handle is already released."""
+        with self._lock:
+            if self.released or not self.ptr:
+                return False
+            self.dependents += 1
+            return True
+
     def drop_dependent(self):
         """One dependent is gone; closes when it was the last after release()."""
         with self._lock:
@@ -222,6 +233,7 @@ _PROTOTYPES = {
     # The dataset reader; optional until libferry provides it.
     "ferry_reader_open": (ctypes.c_int, [_P, ctypes.POINTER(ReaderConfig), ctypes.POINTER(_P)]),
     "ferry_reader_next": (ctypes.c_int, [_P, ctypes.POINTER(_P)]),
+    "ferry_reader_next_timeout": (ctypes.c_int, [_P, ctypes.POINTER(_P), ctypes.c_int]),
     "ferry_batch_size": (ctypes.c_uint, [_P]),
     "ferry_batch_sample": (ctypes.c_int, [_P, ctypes.c_uint, ctypes.POINTER(Sample)]),
     "ferry_batch_position": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_uint64),

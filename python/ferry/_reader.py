@@ -1,6 +1,8 @@
 """ferry.Reader: batches of a .npy dataset, with DALI's numpy reader options."""
 import ctypes
+import errno
 import os
+import threading
 
 from . import _check, _lib
 from ._array import Array
@@ -9,6 +11,9 @@ from ._context import (DEVICES, _as_result, _check_ctx, _CopiesOwner, _torch_str
 
 _OOB = {"error": 0, "pad": 1, "trim_to_shape": 2, "trim": 2}
 _ON_ERROR = {"stop": 0, "skip": 1}
+# How long one wait in C lasts: between waits Python runs its signal handlers
+# (Ctrl-C raises KeyboardInterrupt) and notices a close() from another thread.
+_WAIT_SLICE_MS = 100
 
 
 class _ReaderHandle(_lib.Handle):
@@ -99,8 +104,9 @@ class Reader:
     current epoch; iterate again for the next epoch. len() is the number of
     batches in an epoch. Raises FerryError (bad options, no files, a file's
     error: that batch is dropped and iteration can go on; an epoch in which
-    on_error='skip' skipped every file). Use it as a context manager, or
-    call close().
+    on_error='skip' skipped every file). Threads may share a reader
+    (next_batch gives each batch to one of them). Use it as a context
+    manager, or call close().
     """
 
     def __init__(self, file_root=None, file_list=None, files=None, file_filter=None,
@@ -187,6 +193,11 @@ class Reader:
         _check_ctx(ctx)
         _stream_number(stream)
         self._stream = stream
+        # Guards _calls. Reentrant: a signal handler may close the reader on
+        # a thread that holds it.
+        self._lock = threading.RLock()
+        self._calls_done = threading.Condition(self._lock)
+        self._calls = {}               # thread id: calls in progress on this reader
         self._handle = None
         self._ctx = ctx or default_context(device)
 
@@ -199,28 +210,62 @@ class Reader:
         self._handle = _ReaderHandle(ctx_handle, ptr.value, keep)
 
     def _live(self):
-        if self._handle is None:
+        h = self._handle
+        if h is None:
             raise ValueError("ferry.Reader is closed")
-        return self._handle
+        return h
+
+    def _hold(self):
+        """Returns the live handle, counted as busy until _drop(h): close()
+        waits for the calls in progress on other threads to end (next_batch
+        ends its wait within a slice), so that the C reader is never freed
+        under a call."""
+        with self._lock:
+            h = self._live()
+            if not h.hold():
+                raise ValueError("ferry.Reader is closed")
+            me = threading.get_ident()
+            self._calls[me] = self._calls.get(me, 0) + 1
+        return h
+
+    def _drop(self, h):
+        h.drop_dependent()
+        with self._lock:
+            me = threading.get_ident()
+            self._calls[me] -= 1
+            if not self._calls[me]:
+                del self._calls[me]
+            self._calls_done.notify_all()
 
     @property
     def device(self):
         """The device batches land on: 'cuda' or 'host'."""
         return self._live().ctx.device
 
+    def _epoch_info(self, h):
+        out = _lib.EpochInfo()
+        _lib.check(_lib.get().ferry_reader_epoch_info(h.ptr, ctypes.byref(out)))
+        return {name: getattr(out, name) for name, _ in _lib.EpochInfo._fields_}
+
     def epoch_info(self):
         """Returns a dict describing the epoch of the batch returned last:
         epoch, samples (padding included), real_samples, batches, shard_id."""
-        out = _lib.EpochInfo()
-        _lib.check(_lib.get().ferry_reader_epoch_info(self._live().ptr, ctypes.byref(out)))
-        return {name: getattr(out, name) for name, _ in _lib.EpochInfo._fields_}
+        h = self._hold()
+        try:
+            return self._epoch_info(h)
+        finally:
+            self._drop(h)
 
     def stats(self):
         """Returns the reader's counters as a dict: samples, bytes_delivered,
         bytes_read, files_skipped, batches."""
-        out = _lib.ReaderStats()
-        _lib.check(_lib.get().ferry_reader_stats(self._live().ptr, ctypes.byref(out)))
-        return {name: getattr(out, name) for name, _ in _lib.ReaderStats._fields_}
+        h = self._hold()
+        try:
+            out = _lib.ReaderStats()
+            _lib.check(_lib.get().ferry_reader_stats(h.ptr, ctypes.byref(out)))
+            return {name: getattr(out, name) for name, _ in _lib.ReaderStats._fields_}
+        finally:
+            self._drop(h)
 
     def __len__(self):
         """The number of batches in an epoch of this shard (the epoch of the
@@ -230,11 +275,31 @@ class Reader:
     def next_batch(self):
         """Returns the next Batch, crossing epoch boundaries, or None after the
         last of the requested epochs. Raises FerryError for a batch that
-        failed (it is dropped; a further call continues with the next)."""
-        h = self._live()
+        failed (it is dropped; a further call continues with the next), and
+        for an epoch that delivered nothing because on_error='skip' skipped
+        every file of it (the error is the last skipped file's).
+
+        Threads may share a reader: each batch goes to one caller. While the
+        next batch is loading the caller waits in slices of about 100 ms, so
+        that Python's signal handlers run (Ctrl-C raises KeyboardInterrupt
+        promptly) and a close() from another thread ends the wait with
+        ValueError."""
+        h = self._hold()
+        try:
+            return self._read(h)
+        finally:
+            self._drop(h)
+
+    def _read(self, h):
         lib = _lib.get()
         ptr = ctypes.c_void_p()
-        rc = lib.ferry_reader_next(h.ptr, ctypes.byref(ptr))
+        while True:
+            rc = lib.ferry_reader_next_timeout(h.ptr, ctypes.byref(ptr), _WAIT_SLICE_MS)
+            if rc != -errno.ETIMEDOUT:
+                break
+            # Nothing lost: the batch is still loading. Signal handlers run here.
+            if self._handle is not h:
+                raise ValueError("ferry.Reader is closed")
         if rc == -_lib.EEND:
             return None
         if rc < 0:
@@ -277,10 +342,18 @@ class Reader:
                 return
 
     def close(self):
-        """Stops reading. The C reader is closed now when no batch array is
-        alive (raising FerryError for an error of a background load), else
-        when the last one is collected. Calling it again does nothing."""
-        h, self._handle = self._handle, None
+        """Stops reading. Other threads waiting in next_batch() get ValueError
+        within about 100 ms; close() waits for their calls to end. Then the C
+        reader is closed, which waits for the loads in flight, raising
+        FerryError for an error of a background load; but while an array of
+        a batch is alive, only when the last one is collected. Calling it
+        again does nothing."""
+        me = threading.get_ident()
+        with self._lock:
+            h, self._handle = self._handle, None
+            # Calls of this thread (a signal handler's close) cannot end first.
+            self._calls_done.wait_for(lambda: not any(
+                n for ident, n in self._calls.items() if ident != me))
         if h is not None:
             _lib.check(h.release())
 
