@@ -1,5 +1,6 @@
 """Threads sharing one ferry.Reader: every sample is delivered exactly once
-per epoch, with the right bytes, to threads calling next_batch(); and a
+per epoch, with the right bytes, whether the threads call next_batch() or
+iterate (the batch an iteration keeps for the next epoch included); and a
 close() from one thread while others wait in next_batch() ends their waits
 with ValueError at once, instead of freeing the reader under them.
 
@@ -107,6 +108,30 @@ def test_next_batch(root, tmp):
     check_delivery(root, got, "%d threads calling next_batch" % THREADS)
 
 
+def test_iterate(root, tmp):
+    """Threads iterating at once: an iteration ends at its epoch's end or at
+    a batch of the next epoch, which it keeps for the next iteration (of any
+    thread); each thread iterates until an iteration yields nothing."""
+    got, lock = [], threading.Lock()
+    with ferry.Reader(file_root=root, batch_size=BATCH, epochs=EPOCHS) as r:
+        def reader():
+            while True:
+                n = 0
+                epoch = None
+                for b in r:
+                    n += 1
+                    check(epoch is None or b.epoch == epoch,
+                          "one iteration crossed from epoch %r to %r" % (epoch, b.epoch))
+                    epoch = b.epoch
+                    rec = record(b)
+                    with lock:
+                        got.append(rec)
+                if n == 0:
+                    return
+        run_threads(reader)
+    check_delivery(root, got, "%d threads iterating" % THREADS)
+
+
 CLOSE_CHILD = r"""
 import sys, threading, time
 sys.path.insert(0, sys.argv[1])
@@ -168,7 +193,7 @@ def test_close_while_waiting(root, tmp):
 
 def main():
     print("libferry", ferry.library_version())
-    return run_tests((test_next_batch, test_close_while_waiting),
+    return run_tests((test_next_batch, test_iterate, test_close_while_waiting),
                      "ferry-py-threads-", setup=make_dataset)
 
 

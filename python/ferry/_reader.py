@@ -1,6 +1,8 @@
 """ferry.Reader: batches of a .npy dataset, with DALI's numpy reader options."""
 import ctypes
 import errno
+import heapq
+import itertools
 import os
 import threading
 
@@ -47,6 +49,17 @@ class Batch(list):
     batch's position in its epoch), paths (each sample's source file),
     is_padding (per sample: a pad_last_batch repeat). The batch's memory goes
     back to the reader only after every array of it is gone."""
+
+
+def _error_file(message):
+    """The file a reader error names: libferry's messages start with it, or
+    for an epoch whose every file was skipped, name the last one after
+    '(the last: '. None when neither is an existing path."""
+    for text in (message, message.partition("(the last: ")[2]):
+        head = text.split(": ", 1)[0]
+        if head and os.path.exists(head):
+            return head
+    return None
 
 
 class Reader:
@@ -193,11 +206,13 @@ class Reader:
         _check_ctx(ctx)
         _stream_number(stream)
         self._stream = stream
-        # Guards _calls. Reentrant: a signal handler may close the reader on
-        # a thread that holds it.
+        # Guards _stash and _calls. Reentrant: a signal handler may close the
+        # reader on a thread that holds it.
         self._lock = threading.RLock()
         self._calls_done = threading.Condition(self._lock)
         self._calls = {}               # thread id: calls in progress on this reader
+        self._stash = []               # batches an iteration took from the next epoch
+        self._seq = itertools.count()
         self._handle = None
         self._ctx = ctx or default_context(device)
 
@@ -248,7 +263,8 @@ class Reader:
         return {name: getattr(out, name) for name, _ in _lib.EpochInfo._fields_}
 
     def epoch_info(self):
-        """Returns a dict describing the epoch of the batch returned last:
+        """Returns a dict describing the epoch of the batch libferry returned
+        last (a batch that an iteration kept for the next one counts):
         epoch, samples (padding included), real_samples, batches, shard_id."""
         h = self._hold()
         try:
@@ -284,6 +300,9 @@ class Reader:
         that Python's signal handlers run (Ctrl-C raises KeyboardInterrupt
         promptly) and a close() from another thread ends the wait with
         ValueError."""
+        with self._lock:
+            if self._stash:
+                return heapq.heappop(self._stash)[-1]
         h = self._hold()
         try:
             return self._read(h)
@@ -304,19 +323,22 @@ class Reader:
             return None
         if rc < 0:
             err = _lib.make_error(rc)
-            head = err.message.split(": ", 1)[0]
-            if head and os.path.exists(head):
-                err.filename = head
+            err.filename = _error_file(err.message)
             raise err
         owner = _BatchOwner(h, ptr.value)
+        epoch, index = ctypes.c_uint64(), ctypes.c_uint64()
+        _lib.check(lib.ferry_batch_position(ptr, ctypes.byref(epoch), ctypes.byref(index)))
+        # The reader's epoch info describes the batch it returned last: ours,
+        # unless another thread took a batch of another epoch meanwhile.
+        info = self._epoch_info(h)
+        batches = info["batches"] if info["epoch"] == epoch.value else None
         device = h.ctx.device
         stream = _stream_number(self._stream if self._stream is not None
                                else _torch_stream(device))
         cai_stream = owner.ready_on(device, stream)
-        epoch, index = ctypes.c_uint64(), ctypes.c_uint64()
-        _lib.check(lib.ferry_batch_position(ptr, ctypes.byref(epoch), ctypes.byref(index)))
         batch = Batch()
         batch.epoch, batch.index = epoch.value, index.value
+        batch._last = batches is not None and batch.index + 1 >= batches
         batch.paths, batch.is_padding = [], []
         sample = _lib.Sample()
         for i in range(lib.ferry_batch_size(ptr)):
@@ -330,15 +352,29 @@ class Reader:
             batch.is_padding.append(bool(sample.is_padding))
         return batch
 
+    def _keep_for_next(self, batch):
+        with self._lock:
+            heapq.heappush(self._stash, (batch.epoch, batch.index, next(self._seq), batch))
+
     def __iter__(self):
         """Yields the batches from here to the end of the current epoch (a
-        whole epoch when the previous iteration ran to its end)."""
+        whole epoch when the previous iteration ran to its end): the epoch of
+        the first batch it gets. It ends after that epoch's last batch, or
+        when a batch of a later epoch arrives (the epoch's last batches were
+        dropped: on_error='skip' skipped all their files), which it keeps to
+        yield first in the next iteration (next_batch returns it too)."""
+        epoch = None
         while True:
             batch = self.next_batch()
             if batch is None:
                 return
+            if epoch is None:
+                epoch = batch.epoch
+            elif batch.epoch != epoch:
+                self._keep_for_next(batch)
+                return
             yield batch
-            if batch.index + 1 >= len(self):
+            if batch._last:
                 return
 
     def close(self):
@@ -351,9 +387,11 @@ class Reader:
         me = threading.get_ident()
         with self._lock:
             h, self._handle = self._handle, None
+            stash, self._stash = self._stash, []
             # Calls of this thread (a signal handler's close) cannot end first.
             self._calls_done.wait_for(lambda: not any(
                 n for ident, n in self._calls.items() if ident != me))
+        del stash
         if h is not None:
             _lib.check(h.release())
 
