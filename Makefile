@@ -52,7 +52,8 @@ BENCH_SRCS := $(sort $(wildcard bench/*.c))
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all test demo install fuzz bench clean
-all: $(BUILD)/libferry.so $(BUILD)/libferry.a $(BUILD)/ferry $(TEST_BINS) $(BENCH_BINS) $(BUILD)/shim/slowread.so
+all: $(BUILD)/libferry.so $(BUILD)/libferry.a $(BUILD)/ferry $(TEST_BINS) $(BENCH_BINS) $(BUILD)/shim/slowread.so \
+	$(BUILD)/tests/layout/struct_layout
 	@[ "$(BUILD)" = build ] || ln -sfn ../$(BUILD)/ferry build/ferry-$(SANITIZE) 2>/dev/null || true
 
 $(BUILD)/obj/%.o: src/%.c $(LIB_HDRS)
@@ -118,3 +119,7 @@ clean:
 # An LD_PRELOAD shim that slows pread (FERRY_SLOWREAD_MS), for tests/test_python_interrupt.py.
 $(BUILD)/shim/slowread.so: tests/shim/slowread.c
 	mkdir -p $(@D) && $(CC) -O2 -Wall -Wextra -fPIC -shared -o $@ $<
+
+# Prints the layout of include/ferry.h's structs as JSON, for tests/test_python_layout.py.
+$(BUILD)/tests/layout/struct_layout: tests/layout/struct_layout.c include/ferry.h
+	mkdir -p $(@D) && $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
