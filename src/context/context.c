@@ -57,8 +57,20 @@ static void block_removed(void *arg, void *base, size_t len)
 		ctx->ld.io_ops->deregister_block(ctx->ld.io, base, len);
 }
 
-/* The lanes share max_buffers; each grows its pool now, before any copy is in
- * flight (device allocations can synchronize the device). */
+/*
+ * The lanes share max_buffers. Each lane's pool starts empty: its first lease
+ * allocates initial_buffers chunks (a few), and the engine doubles the pool
+ * from there up to the lane's share, so a context that loads one small file
+ * (or none: ferry env) pins a few chunks, not all of them. The price: a pool
+ * grows while the context is in use, so a growth can be allocated while copies
+ * of other batches are in flight, and a page-locked allocation can serialize
+ * with the device's work. The engine allocates with its lock released (other
+ * threads of the lane wait for the growth, not for the lock), a few times per
+ * lane: 4, 8, 16, then 32 buffers for the default share. On the host device
+ * (2026-12-03) ferry env then allocates no chunk and a first small load 4
+ * instead of 128; what growing costs on the GPU benchmarks is still to be
+ * measured on the GPU machine.
+ */
 static int create_lanes(ferry_ctx *ctx)
 {
 	const struct ferry__settings *s = &ctx->set;
@@ -72,10 +84,7 @@ static int create_lanes(ferry_ctx *ctx)
 		.blocks = &blocks,
 		.trace = ctx->trace,
 	};
-	int rc = ferry__lanes_create(ctx->ld.dev, &cfg, s->lanes, &ctx->ld.lanes);
-	for (unsigned i = 0; rc == 0 && i < s->lanes; i++)
-		rc = ferry__staging_reserve(ferry__lanes_get(ctx->ld.lanes, i), s->initial_buffers);
-	return rc;
+	return ferry__lanes_create(ctx->ld.dev, &cfg, s->lanes, &ctx->ld.lanes);
 }
 
 static int open_trace(ferry_ctx *ctx)
@@ -164,7 +173,7 @@ int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 			"ferry %s\n"
 			"device:  %s\n"
 			"io:      %s%s%s (%s)\n"
-			"staging: %zu KiB chunks, %s memory, %u lane%s, %u buffers\n"
+			"staging: %zu KiB chunks, %s memory, %u lane%s, up to %u buffers (grown on demand)\n"
 			"threads: %u, O_DIRECT %s\n"
 			"convert: big-endian and Fortran-order files are converted on the host "
 			"(ferry has no GPU kernels)\n",

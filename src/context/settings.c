@@ -22,6 +22,9 @@
 #define DEFAULT_CHUNK ((size_t)2 << 20)
 #define DEFAULT_MAX_THREADS 16
 #define MIN_LANE_BUFFERS 8
+/* A lane's pool starts with this many buffers at its first lease and grows on
+ * demand (the engine doubles it up to the lane's share; see context.c). */
+#define LANE_START_BUFFERS 4
 /* Small batches let copies start while the rest of a file is still read. */
 #define LAUNCH_AFTER 4
 #define MAX_GPU 1023
@@ -214,12 +217,16 @@ static int resolve_staging(const struct ferry_ctx_options *opt, struct ferry__se
 	if (rc == 0)
 		rc = resolve_count(opt->lanes, "lanes", "FERRY_LANES", FERRY__MAX_LANES,
 				   DEFAULT_LANES, &s->lanes);
+	if (rc < 0)
+		return rc;
 	unsigned fit = s->max_buffers / MIN_LANE_BUFFERS;
 	if (s->lanes > fit)
 		s->lanes = fit ? fit : 1;
 	s->launch_after = LAUNCH_AFTER;
 	s->initial_buffers = s->max_buffers / s->lanes;
-	return rc;
+	if (s->initial_buffers > LANE_START_BUFFERS)
+		s->initial_buffers = LANE_START_BUFFERS;
+	return 0;
 }
 
 int ferry__settings_resolve(const struct ferry_ctx_options *opt, struct ferry__settings *out)
