@@ -221,7 +221,9 @@ struct ferry_reader_config {
 	uint64_t seed;           /* shuffle seed (0 is a valid seed) */
 
 	unsigned threads;        /* IO threads, up to FERRY_THREADS_MAX (0: the context's) */
-	unsigned prefetch_depth; /* batches loading ahead of the caller, up to FERRY_PREFETCH_MAX (0: 2) */
+	unsigned prefetch_depth; /* batches loading ahead of the caller, up to FERRY_PREFETCH_MAX
+				  * (0: automatic: at least 2, and with small batches as many as
+				  * keep every IO thread busy, within 256 MiB of batch memory) */
 	int no_header_cache;     /* 1: parse every header on every read (default: cached, checked
 				  * against each file's size and mtime) */
 	enum ferry_on_error on_error;
@@ -287,13 +289,29 @@ FERRY_API int ferry_reader_next_timeout(ferry_reader *r, ferry_batch **out, int 
 FERRY_API unsigned ferry_batch_size(const ferry_batch *b);
 /* Describes sample i. Returns 0, or -EINVAL when i is out of range. */
 FERRY_API int ferry_batch_sample(const ferry_batch *b, unsigned i, struct ferry_sample *out);
+/* A batch as one array: its samples stacked, [samples, sample shape...]. */
+struct ferry_batch_shape {
+	enum ferry_dtype dtype;
+	int ndim;                          /* the samples' rank + 1 */
+	int64_t shape[FERRY_MAX_DIMS + 1]; /* shape[0]: samples, padding included */
+	uint64_t nbytes;
+};
+
+/* Describes the batch as one dense C-order array of its samples (padding
+ * included) at ferry_batch_data. Returns 0, or -FERRY_EMISMATCH when its
+ * samples differ in shape (a ragged batch; the message names two of them). */
+FERRY_API int ferry_batch_shape(const ferry_batch *b, struct ferry_batch_shape *out);
+/* Returns the batch's device memory: the stacked array when ferry_batch_shape
+ * succeeds; in any case each sample's data lies inside it. */
+FERRY_API void *ferry_batch_data(const ferry_batch *b);
 /* Gives the batch's epoch and its index in the epoch. Returns 0. */
 FERRY_API int ferry_batch_position(const ferry_batch *b, uint64_t *epoch, uint64_t *index);
-/* Waits on the host until the batch's copies have completed. Returns 0 or a
- * negative code. */
+/* Waits on the host until the batch's copies have completed. Batches are
+ * handed out complete today, so it returns 0 at once; it stays the call that
+ * makes a batch safe to read. Returns 0 or a negative code. */
 FERRY_API int ferry_batch_wait(ferry_batch *b);
 /* Makes the caller's CUDA stream (a CUstream; NULL: the legacy default stream)
- * wait for the batch. On the host device it waits on the host. Returns 0 or a
+ * wait for the batch (at once, as for ferry_batch_wait). Returns 0 or a
  * negative code. */
 FERRY_API int ferry_batch_stream_wait(ferry_batch *b, void *cuda_stream);
 /* Hands the batch's memory back to the reader for reuse. Returns nothing. */

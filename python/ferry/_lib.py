@@ -206,6 +206,11 @@ class ReaderStats(ctypes.Structure):
                 ("batches", ctypes.c_uint64)]
 
 
+class BatchShape(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_int), ("ndim", ctypes.c_int),
+                ("shape", ctypes.c_int64 * (MAX_DIMS + 1)), ("nbytes", ctypes.c_uint64)]
+
+
 _P = ctypes.c_void_p
 _PROTOTYPES = {
     "ferry_version": (ctypes.c_char_p, []),
@@ -236,6 +241,8 @@ _PROTOTYPES = {
     "ferry_reader_next_timeout": (ctypes.c_int, [_P, ctypes.POINTER(_P), ctypes.c_int]),
     "ferry_batch_size": (ctypes.c_uint, [_P]),
     "ferry_batch_sample": (ctypes.c_int, [_P, ctypes.c_uint, ctypes.POINTER(Sample)]),
+    "ferry_batch_shape": (ctypes.c_int, [_P, ctypes.POINTER(BatchShape)]),
+    "ferry_batch_data": (_P, [_P]),
     "ferry_batch_position": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_uint64),
                                             ctypes.POINTER(ctypes.c_uint64)]),
     "ferry_batch_wait": (ctypes.c_int, [_P]),

@@ -69,13 +69,16 @@ struct ferry__buf {
 };
 
 /* One copy out of a leased buffer. tag and tag_offset name the source for the
- * trace (a file path and its offset); both may be NULL/0. */
+ * trace (a file path and its offset); both may be NULL/0. ticket, when set,
+ * is this copy's ticket instead of the one the queue call names (one buffer
+ * may feed the outputs of several callers). */
 struct ferry__copy {
 	void *dst;
 	size_t src_offset;
 	size_t len;
 	const char *tag;
 	uint64_t tag_offset;
+	struct ferry__ticket *ticket;
 };
 
 /* A caller's handle on a group of its copies: zero it, pass it to queue, then
@@ -172,7 +175,8 @@ int ferry__lanes_destroy(struct ferry__lanes *l);
 unsigned ferry__lanes_count(const struct ferry__lanes *l);
 /* Engine i, 0 <= i < count. */
 struct ferry__staging *ferry__lanes_get(const struct ferry__lanes *l, unsigned i);
-/* The calling thread's engine. */
+/* The calling thread's engine, and its number. */
 struct ferry__staging *ferry__lanes_pick(const struct ferry__lanes *l);
+unsigned ferry__lanes_pick_index(const struct ferry__lanes *l);
 
 #endif

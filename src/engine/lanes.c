@@ -60,13 +60,18 @@ struct ferry__staging *ferry__lanes_get(const struct ferry__lanes *l, unsigned i
 
 /* Threads are numbered 1, 2, ... at their first pick (0 before), process-wide,
  * so that the threads of one program spread evenly over any context's lanes. */
-struct ferry__staging *ferry__lanes_pick(const struct ferry__lanes *l)
+unsigned ferry__lanes_pick_index(const struct ferry__lanes *l)
 {
 	static atomic_uint threads_seen;
 	static _Thread_local unsigned thread_number;
 	if (l->n == 1)
-		return l->lane[0];
+		return 0;
 	if (!thread_number)
 		thread_number = atomic_fetch_add(&threads_seen, 1) + 1;
-	return l->lane[(thread_number - 1) % l->n];
+	return (thread_number - 1) % l->n;
+}
+
+struct ferry__staging *ferry__lanes_pick(const struct ferry__lanes *l)
+{
+	return l->lane[ferry__lanes_pick_index(l)];
 }

@@ -564,7 +564,10 @@ static int add_to_pending(struct ferry__staging *stg, struct ferry__buf *buf,
 	if (rc < 0)
 		return rc;
 	for (unsigned i = 0; i < n; i++) {
-		b->copies[b->ncopies++] = (struct staged_copy){ copies[i], buf, t };
+		struct ferry__ticket *ct = copies[i].ticket ? copies[i].ticket : t;
+		b->copies[b->ncopies++] = (struct staged_copy){ copies[i], buf, ct };
+		if (ct)
+			ct->seq = b->seq;
 		ferry__trace(stg->trace, stg->lane, "queue", (int)buf->id, b->seq, copies[i].dst, copies[i].len,
 			     copies[i].tag, copies[i].tag_offset);
 	}

@@ -1,15 +1,26 @@
 /*
- * The dataset reader's internals: listing, sharding and shuffling a dataset
- * (dataset.c), and region-of-interest math (reader_roi.c). reader.c puts them
- * together with prefetching and batch memory.
+ * The dataset reader. Its files, each with one job:
+ *   dataset.c   listing, sharding and shuffling a dataset
+ *   roi.c       region-of-interest math
+ *   headers.c   the header cache
+ *   plan.c      a batch's plan: headers, layout in batch memory, work items
+ *   fetch.c     the work items: files read into staging, copies queued
+ *   pipeline.c  the window of batches in flight, the IO threads, the queue
+ *   api.c       the public ferry_reader_* and ferry_batch_* calls
+ * See docs/design.md, "The batch path".
  */
 #ifndef FERRY_READER_H
 #define FERRY_READER_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
+#include "context/context.h"
 #include "ferry.h"
+#include "io/io.h"
+#include "load/load.h"
 
 /* ---- dataset.c ---- */
 
@@ -41,7 +52,7 @@ uint64_t ferry__splitmix64(uint64_t *state);
  * the same permutation on every machine. */
 void ferry__shuffle(uint64_t *idx, uint64_t n, uint64_t seed, uint64_t epoch);
 
-/* ---- reader_roi.c ---- */
+/* ---- roi.c ---- */
 
 /* A region of interest, as the config gives it, validated. */
 struct ferry__roi_spec {
@@ -92,5 +103,193 @@ int64_t ferry__region_runs(const struct ferry__region *rg, const int64_t *shape,
  * bytes): saturated and rounded toward zero for integers, v != 0 for bool, the
  * real part for complex. Returns the itemsize, or 0 for an invalid dtype. */
 size_t ferry__fill_element(enum ferry_dtype dtype, double fill, void *out);
+
+/* ---- the reader and its batches ---- */
+
+enum batch_state { BATCH_FREE, BATCH_LOADING, BATCH_READY, BATCH_HELD };
+
+/* How a sample is fetched. */
+enum fetch_kind {
+	FETCH_PACK, /* read with others into one staging buffer: one copy for all */
+	FETCH_BIG,  /* larger than a chunk, or read with O_DIRECT or into device
+		     * staging: the loader's chunked, parallel path */
+	FETCH_SLOW, /* converted on the host, or padded around its region */
+};
+
+/* One sample of a batch while it loads. */
+struct slot {
+	uint64_t file;          /* dataset index */
+	int is_padding;         /* a pad_last_batch repeat (reads the last live sample's file) */
+	int skipped, error;
+	char *msg;              /* the error's message (names the file) */
+	int cached;             /* h came from the cache: checked against the file when opened */
+	int stale;              /* the cache was wrong about the file: parse again */
+	struct ferry__file *f;  /* open from the probe until the fetch closes it */
+	struct ferry__npy_header h;
+	unsigned char head[FERRY__HEAD_MAX]; /* the header bytes h was parsed from */
+	struct ferry__file_id id; /* the file h was parsed from */
+	struct ferry__region rg;
+	enum fetch_kind kind;
+	uint64_t nbytes;        /* output bytes */
+	uint64_t offset;        /* the output's offset in batch memory */
+	struct ferry__load_stats stats; /* what reading it took */
+};
+
+enum item_kind { ITEM_PLAN, ITEM_PROBE, ITEM_FETCH };
+
+/* A piece of work for an IO thread: plan a batch, probe one slot's file, or
+ * fetch outputs [first, first + count) (a FETCH_PACK run, or one sample). */
+struct item {
+	enum item_kind kind;
+	unsigned first, count;
+};
+
+struct ferry_batch_layout {
+	int dense;              /* every output has one dtype and shape: [B, ...] */
+	enum ferry_dtype dtype;
+	int ndim;               /* of a sample */
+	int64_t shape[FERRY_MAX_DIMS];
+	uint64_t sample_bytes;
+	uint64_t bytes;         /* used bytes of batch memory */
+};
+
+struct ferry_batch {
+	struct ferry_reader *r;
+	enum batch_state state;
+	struct ferry_batch *next;      /* in the queue or in the free list */
+	struct ferry_batch *work_next; /* in the work list */
+	uint64_t epoch, index;
+	struct ferry_epoch_info info;
+	struct slot *slots;
+	unsigned nslots;
+	unsigned *out;                 /* the delivered samples: slot indices, rows in order */
+	unsigned nout;
+	struct item *items;
+	unsigned nitems, items_cap;
+	enum item_kind phase;          /* the kind of its items now */
+	unsigned next_item;            /* the next item an IO thread takes (reader lock) */
+	unsigned items_left;           /* items not yet finished (reader lock) */
+	unsigned replans;              /* plans made again because a file changed */
+	char *mem;                     /* device memory of the samples */
+	size_t mem_cap;
+	struct ferry_batch_layout lay;
+	struct ferry__ticket tickets[FERRY__MAX_LANES]; /* the copies, per lane */
+	int error;
+	char *msg;
+	int skip_error;                /* the last skipped file's error, and its message */
+	char *skip_msg;
+	uint64_t bytes_read, bytes_delivered, skipped, real;
+};
+
+struct header_entry;
+
+struct ferry_reader {
+	ferry_ctx *ctx;
+	const struct ferry__loader *ld;
+	struct ferry__device *dev;
+	struct ferry__dataset ds;
+	struct ferry__roi_spec roi;
+	unsigned batch_size, threads, depth, shard, nshards;
+	uint64_t epochs, seed;
+	int stick, pad, shuffle, cache_on, packable;
+	enum ferry_on_error on_error;
+	double fill_value;
+	size_t chunk;                /* the staging chunk: the most one PACK run holds */
+	struct ferry__pool *pool;    /* the IO threads, each running pipeline_worker */
+	struct ferry__stream *side;  /* fills and device-to-device copies of FETCH_SLOW */
+	char *name;                  /* the dataset's directory or list, for messages */
+
+	pthread_mutex_t lock;
+	pthread_cond_t loaded;       /* a batch finished loading */
+	pthread_cond_t work;         /* an item can be taken, or the reader closes */
+	int closing;
+	unsigned workers;            /* IO threads still in pipeline_worker */
+	struct ferry_batch *queue_head, *queue_tail; /* scheduled, in order */
+	unsigned queued;
+	struct ferry_batch *work_head, *work_tail;   /* batches with items to take */
+	unsigned work_items;         /* items in the work list not yet taken */
+	struct ferry_batch *free_list;
+	struct ferry_batch **all;    /* every batch object, for close */
+	unsigned nall;
+	uint64_t batch_bytes;        /* the largest batch memory seen: sizes the window */
+
+	/* The scheduling cursor and the order of its epoch (under lock). */
+	uint64_t next_epoch, next_index;
+	uint64_t *order, order_n, order_epoch;
+	unsigned order_shard;
+	int order_valid;
+
+	struct ferry_epoch_info info;
+	struct ferry_reader_stats stats;
+	/* The epoch callers are taking batches of, and how many samples it gave. */
+	uint64_t consume_epoch, consume_delivered;
+	int consume_started;
+
+	struct header_entry *_Atomic *cache; /* one per file, published whole */
+	pthread_mutex_t retired_lock;
+	struct header_entry *retired;        /* replaced entries, freed at close */
+};
+
+/* ---- headers.c ---- */
+
+/* Fills s's header from the cache when it holds file s->file (s->cached set). */
+int ferry__headers_lookup(struct ferry_reader *r, struct slot *s);
+/* Publishes s's header (h, head, id) for its file. */
+void ferry__headers_store(struct ferry_reader *r, const struct slot *s);
+/* Frees the cache. */
+void ferry__headers_free(struct ferry_reader *r);
+
+/* ---- plan.c ---- */
+
+/* Records err on the slot with the calling thread's message (naming the file). */
+int ferry__slot_fail(struct ferry_reader *r, struct slot *s, int err);
+void ferry__slot_close(struct ferry_reader *r, struct slot *s);
+int ferry__slot_live(const struct slot *s);
+/* Plans b from the header cache alone. Returns 1 when every live slot was
+ * cached (then b has its layout and fetch items), 0 when a probe is needed. */
+int ferry__plan_from_cache(struct ferry_batch *b);
+/* Makes b's one item the ITEM_PLAN that plans it on an IO thread. Returns 0
+ * or -ENOMEM. */
+int ferry__plan_later(struct ferry_batch *b);
+/* The ITEM_PLAN item: probe items for the slots the cache does not hold, or
+ * the finished plan when it holds them all. Returns 0 or a batch error. */
+int ferry__plan(struct ferry_batch *b);
+/* The ITEM_PROBE item of slot s: opens its file, parses its header, resolves its region. */
+void ferry__probe(struct ferry_batch *b, struct slot *s);
+/* After the probes: settles errors, lays the batch out in its memory and
+ * makes its fetch items. Returns 0 or the batch's error. */
+int ferry__finish_plan(struct ferry_batch *b);
+/* Applies on_error to slots that failed since: returns the first error under
+ * stop (or a global one), else marks them skipped (b->skipped counts them). */
+int ferry__settle(struct ferry_batch *b);
+
+/* ---- fetch.c ---- */
+
+/* Runs the FETCH items items[0..n) of batches bs[0..n) (PACK runs of
+ * consecutive batches share one staging buffer; other kinds come alone),
+ * queueing their copies on the calling thread's lane. */
+void ferry__fetch(struct ferry_batch *const *bs, const struct item *items, unsigned n);
+/* Waits until every copy of b has completed. Returns 0 or the first error. */
+int ferry__wait_copies(struct ferry_batch *b);
+/* Whether item it of b is a run of FETCH_PACK outputs, and the bytes its rows span. */
+int ferry__item_packs(const struct ferry_batch *b, const struct item *it);
+uint64_t ferry__item_span(const struct ferry_batch *b, const struct item *it);
+
+/* ---- pipeline.c ---- */
+
+/* Starts the IO threads. Returns 0 or a negative code. */
+int ferry__pipeline_start(struct ferry_reader *r);
+/* Stops them after the items in progress; waits for every copy. */
+void ferry__pipeline_stop(struct ferry_reader *r);
+/* Takes the next loaded batch (waiting until deadline, NULL: forever); *out
+ * NULL at the end. Lock held. Returns 0, -ETIMEDOUT or a negative code. */
+int ferry__pipeline_next(struct ferry_reader *r, struct ferry_batch **out,
+			 const struct timespec *deadline);
+/* Hands b back for reuse (lock held). */
+void ferry__pipeline_release(struct ferry_batch *b);
+/* The epoch before any batch was taken: its sizes (lock held). */
+struct ferry_epoch_info ferry__pipeline_first_epoch(struct ferry_reader *r);
+/* Frees every batch object (the pipeline is stopped). */
+void ferry__pipeline_free(struct ferry_reader *r);
 
 #endif

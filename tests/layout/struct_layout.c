@@ -67,6 +67,8 @@ int main(void)
 	       F(epoch) F(samples) F(real_samples) F(batches) F(shard_id))
 	STRUCT(ferry_reader_stats,
 	       F(samples) F(bytes_delivered) F(bytes_read) F(files_skipped) F(batches))
+	STRUCT(ferry_batch_shape,
+	       F(dtype) F(ndim) F(shape) F(nbytes))
 	printf("\n]}\n");
 	return ferror(stdout) ? 1 : 0;
 }

@@ -1,0 +1,311 @@
+/*
+ * Fetching a batch's outputs. The batch, not the file, is the unit of data
+ * movement: FETCH_PACK outputs (small, C order, native byte order, buffered
+ * reads into pinned staging) are read back to back into one staging buffer,
+ * laid out as they lie in batch memory, so that one copy per batch lands a
+ * whole run of them; runs of consecutive batches share the buffer. A file
+ * whose header came from the cache is read with its header in the same
+ * system call, and the header bytes are checked against the cached ones.
+ * Larger outputs go through the loader's chunked path, converted and padded
+ * ones through the host. Every copy is queued on the calling thread's lane
+ * against the batch's ticket for that lane; ferry__wait_copies waits for them.
+ */
+#include "reader/reader.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+
+#define FILL_BUFFER_MAX (1u << 20)
+#define PACK_REQS 8 /* requests of one output read without allocating */
+
+/* Opens s's file unless the probe left it open. A header from the cache must
+ * be the file's: otherwise s is stale and is planned again. Returns 0, 1
+ * when stale, or an error (recorded). */
+static int open_slot(struct ferry_reader *r, struct slot *s)
+{
+	if (s->f)
+		return 0;
+	ferry__clear_error(); /* a message left by another file must not be this one's */
+	int rc = ferry__load_open(r->ld, r->ds.paths[s->file], &s->f);
+	if (rc < 0)
+		return ferry__slot_fail(r, s, rc);
+	if (!s->cached || !memcmp(&s->f->id, &s->id, sizeof(s->id)))
+		return 0;
+	s->stale = 1;
+	ferry__slot_close(r, s);
+	return 1;
+}
+
+/* The runs of s's region in its C-order payload (one for a whole array).
+ * Returns their number (*runs malloc'd unless it is one) or an error. */
+static int region_is_whole(const struct slot *s)
+{
+	for (int d = 0; d < s->rg.ndim; d++)
+		if (s->rg.start[d] != 0 || s->rg.shape[d] != s->h.shape[d])
+			return 0;
+	return 1;
+}
+
+static int64_t region_runs(struct slot *s, struct ferry__run *one, struct ferry__run **runs)
+{
+	*runs = one;
+	if (region_is_whole(s)) {
+		*one = (struct ferry__run){ 0, 0, s->nbytes };
+		return s->nbytes ? 1 : 0;
+	}
+	return ferry__region_runs(&s->rg, s->h.shape, s->h.itemsize, runs);
+}
+
+/* Requests for s's header (when it came from the cache, to check it) and its
+ * runs, into dst; preads of adjacent requests merge in the backend. */
+static int make_requests(struct slot *s, unsigned char *head, char *dst, struct ferry__io_req **reqs,
+			 struct ferry__io_req *stack, unsigned *n)
+{
+	struct ferry__run one, *runs;
+	int64_t nruns = region_runs(s, &one, &runs);
+	if (nruns < 0)
+		return (int)nruns;
+	unsigned extra = s->cached ? 1 : 0, total = (unsigned)nruns + extra;
+	*reqs = total <= PACK_REQS ? stack : malloc(total * sizeof(**reqs));
+	if (!*reqs) {
+		if (runs != &one)
+			free(runs);
+		return ferry__fail(-ENOMEM, "out of memory reading %llu runs", (unsigned long long)nruns);
+	}
+	if (extra)
+		(*reqs)[0] = (struct ferry__io_req){ .dst = head, .len = ferry__head_len(&s->h) };
+	for (int64_t k = 0; k < nruns; k++)
+		(*reqs)[extra + k] = (struct ferry__io_req){ .dst = dst + runs[k].dst, .len = runs[k].len,
+							     .offset = s->h.data_offset + runs[k].src };
+	if (runs != &one)
+		free(runs);
+	*n = total;
+	return 0;
+}
+
+/* Every request got all its bytes; a cached header read back unchanged. */
+static int check_requests(struct slot *s, const struct ferry__io_req *reqs, unsigned n,
+			  const unsigned char *head)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (reqs[i].result < 0 || (size_t)reqs[i].result < reqs[i].len)
+			return ferry__fail(-FERRY_ETRUNCATED, "%s: file ends before byte %llu",
+					   s->f->path, (unsigned long long)(reqs[i].offset + reqs[i].len));
+	if (s->cached && memcmp(head, s->head, reqs[0].len))
+		return ferry__fail(-FERRY_ECHANGED, "%s: changed while being read: its header is "
+				   "not the one the batch was planned from", s->f->path);
+	return 0;
+}
+
+/* Reads output s into host staging at dst. */
+static void read_packed(struct ferry_reader *r, struct slot *s, char *dst)
+{
+	unsigned char head[FERRY__HEAD_MAX];
+	struct ferry__io_req stack[PACK_REQS], *reqs = NULL;
+	unsigned n = 0;
+	int rc = open_slot(r, s);
+	if (rc != 0)
+		return;
+	rc = make_requests(s, head, dst, &reqs, stack, &n);
+	if (rc == 0 && n)
+		rc = r->ld->io_ops->read(r->ld->io, s->f, reqs, n);
+	if (rc == 0)
+		rc = check_requests(s, reqs, n, head);
+	if (rc == 0)
+		rc = ferry__io_check_unchanged(s->f);
+	for (unsigned i = 0; i < n && rc == 0; i++)
+		s->stats.bytes_read += reqs[i].len;
+	s->stats.reads += n;
+	if (reqs != stack)
+		free(reqs);
+	if (rc < 0)
+		ferry__slot_fail(r, s, rc);
+	ferry__slot_close(r, s);
+}
+
+int ferry__item_packs(const struct ferry_batch *b, const struct item *it)
+{
+	return it->kind == ITEM_FETCH && b->slots[b->out[it->first]].kind == FETCH_PACK;
+}
+
+/* From the item's first output's row to the end of its last. */
+uint64_t ferry__item_span(const struct ferry_batch *b, const struct item *it)
+{
+	const struct slot *first = &b->slots[b->out[it->first]];
+	const struct slot *last = &b->slots[b->out[it->first + it->count - 1]];
+	return last->offset + last->nbytes - first->offset;
+}
+
+/* Reads the outputs of item it of b into buf at pos; describes its copy. */
+static void read_pack_item(struct ferry_batch *b, const struct item *it, struct ferry__buf *buf,
+			   size_t pos, unsigned lane, struct ferry__copy *copy)
+{
+	const struct slot *first = &b->slots[b->out[it->first]];
+	for (unsigned k = 0; k < it->count; k++) {
+		struct slot *s = &b->slots[b->out[it->first + k]];
+		read_packed(b->r, s, (char *)buf->data + pos + (s->offset - first->offset));
+	}
+	*copy = (struct ferry__copy){ .dst = b->mem + first->offset, .src_offset = pos,
+				      .len = (size_t)ferry__item_span(b, it),
+				      .tag = b->r->ds.paths[first->file], .tag_offset = 0,
+				      .ticket = &b->tickets[lane] };
+}
+
+/* A failure of the staging engine fails every output the buffer held. */
+static void fail_items(struct ferry_batch *const *bs, const struct item *items, unsigned n, int rc)
+{
+	char *msg = ferry__error_copy();
+	for (unsigned j = 0; j < n; j++)
+		for (unsigned k = 0; k < items[j].count; k++) {
+			struct slot *s = &bs[j]->slots[bs[j]->out[items[j].first + k]];
+			ferry__fail(rc, "%s", msg ? msg : ferry_strerror(rc));
+			ferry__slot_fail(bs[j]->r, s, rc);
+		}
+	free(msg);
+}
+
+/* PACK items of one or more batches: one buffer, one copy per item. */
+static void fetch_packed(struct ferry_batch *const *bs, const struct item *items, unsigned n)
+{
+	const struct ferry__loader *ld = bs[0]->r->ld;
+	unsigned lane = ferry__lanes_pick_index(ld->lanes);
+	struct ferry__staging *stg = ferry__lanes_get(ld->lanes, lane);
+	struct ferry__copy copies[n];
+	struct ferry__buf *buf;
+	size_t pos = 0;
+	int rc = ferry__staging_lease(stg, &buf);
+	for (unsigned j = 0; rc == 0 && j < n; j++) {
+		read_pack_item(bs[j], &items[j], buf, pos, lane, &copies[j]);
+		pos += copies[j].len;
+	}
+	if (rc == 0)
+		rc = pos ? ferry__staging_queue(stg, buf, copies, n, NULL)
+			 : ferry__staging_give_back(stg, buf);
+	if (rc == 0)
+		rc = ferry__staging_commit(stg, NULL);
+	if (rc < 0)
+		fail_items(bs, items, n, rc);
+}
+
+/* Fills the whole output of s with the fill value (the data goes on top). */
+static int fill_output(struct ferry_reader *r, struct slot *s, char *dst)
+{
+	struct ferry__device *dev = r->dev;
+	unsigned char elem[16];
+	size_t isz = ferry__fill_element(s->h.dtype, r->fill_value, elem);
+	int same = 1, rc = 0;
+	for (size_t i = 1; i < isz; i++)
+		same &= elem[i] == elem[0];
+	if (same) {
+		rc = dev->ops->memset_async(dev, r->side, dst, elem[0], s->nbytes);
+		return rc < 0 ? rc : dev->ops->stream_sync(dev, r->side);
+	}
+	size_t len = s->nbytes < FILL_BUFFER_MAX ? s->nbytes : FILL_BUFFER_MAX / isz * isz;
+	unsigned char *buf = malloc(len);
+	if (!buf)
+		return ferry__fail(-ENOMEM, "reader: out of memory for a fill pattern");
+	for (size_t i = 0; i < len; i += isz)
+		memcpy(buf + i, elem, isz);
+	for (uint64_t off = 0; rc == 0 && off < s->nbytes; off += len) {
+		size_t n = s->nbytes - off < len ? (size_t)(s->nbytes - off) : len;
+		rc = dev->ops->copy_sync(dev, dst + off, buf, n, FERRY__H2D);
+	}
+	free(buf);
+	return rc;
+}
+
+/* Reads the runs straight from a C-order, native-endian file; with a ticket,
+ * returns once the copies are queued. */
+static int read_runs(struct ferry_reader *r, struct slot *s, char *dst, const struct ferry__run *runs,
+		     int64_t n, struct ferry__ticket *async)
+{
+	struct ferry__range *ranges = malloc((size_t)(n ? n : 1) * sizeof(*ranges));
+	struct ferry__load_opts opts = { .parallel = r->ld->threads, .async = async,
+					 .stats = &s->stats, .head = s->cached ? s->head : NULL,
+					 .head_len = ferry__head_len(&s->h) };
+	if (!ranges)
+		return ferry__fail(-ENOMEM, "reader: out of memory for %lld ranges", (long long)n);
+	for (int64_t k = 0; k < n; k++)
+		ranges[k] = (struct ferry__range){ .offset = s->h.data_offset + runs[k].src,
+						   .len = runs[k].len, .dst = dst + runs[k].dst };
+	int rc = n ? ferry__load_ranges(r->ld, s->f, ranges, (unsigned)n, &opts)
+		   : ferry__io_check_unchanged(s->f);
+	free(ranges);
+	return rc;
+}
+
+/* Loads the whole payload (as C order) into scratch device memory and copies
+ * the runs out of it: for Fortran-order and byte-swapped files. */
+static int copy_runs_via_scratch(struct ferry_reader *r, struct slot *s, char *dst,
+				 const struct ferry__run *runs, int64_t n)
+{
+	struct ferry__device *dev = r->dev;
+	struct ferry__load_opts opts = { .parallel = r->ld->threads, .stats = &s->stats };
+	void *scratch;
+	if (n == 1 && runs[0].src == 0 && runs[0].dst == 0 && runs[0].len == s->h.data_size)
+		return ferry__load_payload(r->ld, s->f, &s->h, dst, &opts);
+	int rc = dev->ops->mem_alloc(dev, s->h.data_size, &scratch);
+	if (rc < 0)
+		return ferry__fail(rc, "reader: cannot allocate %llu bytes of scratch memory",
+				   (unsigned long long)s->h.data_size);
+	rc = ferry__load_payload(r->ld, s->f, &s->h, scratch, &opts);
+	for (int64_t k = 0; rc == 0 && k < n; k++)
+		rc = dev->ops->copy_async(dev, r->side, dst + runs[k].dst,
+					  (char *)scratch + runs[k].src, runs[k].len, FERRY__D2D);
+	int sync = dev->ops->stream_sync(dev, r->side);
+	dev->ops->mem_free(dev, scratch);
+	return rc < 0 ? rc : sync;
+}
+
+/* One FETCH_BIG or FETCH_SLOW output; a BIG one returns once its copies are queued. */
+static void fetch_one(struct ferry_batch *b, struct slot *s)
+{
+	struct ferry_reader *r = b->r;
+	struct ferry__run one, *runs = NULL;
+	char *dst = b->mem + s->offset;
+	unsigned lane = ferry__lanes_pick_index(r->ld->lanes);
+	int rc = open_slot(r, s);
+	if (rc != 0)
+		return;
+	int64_t n = region_runs(s, &one, &runs);
+	rc = n < 0 ? (int)n : 0;
+	if (rc == 0 && s->rg.padded)
+		rc = fill_output(r, s, dst);
+	if (rc == 0 && s->kind == FETCH_BIG)
+		rc = read_runs(r, s, dst, runs, n, &b->tickets[lane]);
+	else if (rc == 0)
+		rc = s->h.swap || s->h.fortran_order ? copy_runs_via_scratch(r, s, dst, runs, n)
+						     : read_runs(r, s, dst, runs, n, NULL);
+	if (runs != &one)
+		free(runs);
+	if (rc < 0)
+		ferry__slot_fail(r, s, rc);
+	ferry__slot_close(r, s);
+}
+
+void ferry__fetch(struct ferry_batch *const *bs, const struct item *items, unsigned n)
+{
+	struct ferry_batch *b = bs[0];
+	struct slot *s = &b->slots[b->out[items[0].first]];
+	if (s->kind == FETCH_PACK)
+		fetch_packed(bs, items, n);
+	else
+		fetch_one(b, s);
+}
+
+int ferry__wait_copies(struct ferry_batch *b)
+{
+	const struct ferry__lanes *lanes = b->r->ld->lanes;
+	int first = 0;
+	for (unsigned i = 0; i < ferry__lanes_count(lanes); i++) {
+		if (!b->tickets[i].seq)
+			continue;
+		int rc = ferry__staging_wait(ferry__lanes_get(lanes, i), &b->tickets[i]);
+		if (rc < 0 && !first)
+			first = rc;
+	}
+	return first;
+}

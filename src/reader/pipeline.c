@@ -1,0 +1,511 @@
+/*
+ * The pipeline: a window of batches in flight and the IO threads that fill
+ * them, with no barrier at batch boundaries.
+ *
+ * The caller's thread schedules batches (which samples, in which order) and
+ * plans those whose headers are all cached; each goes into the work list with
+ * its items. IO threads take items from the list in order: a batch's plan
+ * (probing the files the cache lacks), the probes, then its fetch items. A
+ * thread takes a run of PACK items of consecutive batches at once (one
+ * staging buffer, one copy per batch), so a batch of one small file costs
+ * neither its own buffer nor its own event. The thread that finishes the last
+ * item of a batch's phase moves it on: probes to the finished plan, fetches
+ * to "loaded" (or, when a file changed under a cached header, to a new plan).
+ * The window holds enough batches for every IO thread to have samples in
+ * flight, within a budget of batch memory: small batches are many at once,
+ * large ones few.
+ */
+#include "reader/reader.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+
+#define SAMPLES_PER_THREAD 64         /* samples in flight the window aims at, per IO thread */
+#define AUTO_DEPTH 2                  /* batches ahead at least, when the config names no depth */
+#define WINDOW_BYTES (256ull << 20)   /* batch memory the window may hold */
+#define MAX_GANG 256                  /* PACK items one thread takes at once */
+#define MAX_REPLANS 3                 /* plans of one batch before a changing file is an error */
+
+/* ---- batch objects ---- */
+
+static void free_batch(struct ferry_reader *r, struct ferry_batch *b)
+{
+	if (b->mem)
+		r->dev->ops->mem_free(r->dev, b->mem);
+	for (unsigned i = 0; b->slots && i < r->batch_size; i++)
+		free(b->slots[i].msg);
+	free(b->slots);
+	free(b->out);
+	free(b->items);
+	free(b->msg);
+	free(b->skip_msg);
+	free(b);
+}
+
+static int new_batch(struct ferry_reader *r, struct ferry_batch **out)
+{
+	struct ferry_batch *b = calloc(1, sizeof(*b));
+	struct ferry_batch **all = realloc(r->all, (r->nall + 1) * sizeof(*all));
+	if (all)
+		r->all = all;
+	if (b) {
+		b->r = r;
+		b->slots = calloc(r->batch_size, sizeof(*b->slots));
+		b->out = calloc(r->batch_size, sizeof(*b->out));
+	}
+	if (!b || !all || !b->slots || !b->out) {
+		if (b)
+			free_batch(r, b);
+		return ferry__fail(-ENOMEM, "%s: cannot create a batch", r->name);
+	}
+	r->all[r->nall++] = b;
+	*out = b;
+	return 0;
+}
+
+static int take_batch(struct ferry_reader *r, struct ferry_batch **out)
+{
+	if (!r->free_list)
+		return new_batch(r, out);
+	*out = r->free_list;
+	r->free_list = (*out)->next;
+	return 0;
+}
+
+static void reset_slot(struct slot *s, uint64_t file, int is_padding)
+{
+	free(s->msg);
+	memset(s, 0, sizeof(*s));
+	s->file = file;
+	s->is_padding = is_padding;
+}
+
+/* Clears what the batch's last use left: errors, counters, tickets. A batch
+ * that failed or delivered nothing went back without a wait for its copies:
+ * they must land before its memory is used again. */
+static void reset_batch(struct ferry_reader *r, struct ferry_batch *b)
+{
+	const struct ferry__lanes *lanes = r->ld->lanes;
+	ferry__wait_copies(b);
+	b->error = b->skip_error = 0;
+	free(b->msg);
+	free(b->skip_msg);
+	b->msg = b->skip_msg = NULL;
+	b->bytes_read = b->skipped = b->replans = 0;
+	b->nitems = b->nout = 0;
+	for (unsigned i = 0; i < ferry__lanes_count(lanes); i++)
+		b->tickets[i] = (struct ferry__ticket){ .stg = ferry__lanes_get(lanes, i) };
+}
+
+/* ---- the sample order (the caller's thread, under the lock) ---- */
+
+static uint64_t batches_of(const struct ferry_reader *r, uint64_t samples)
+{
+	return (samples + r->batch_size - 1) / r->batch_size;
+}
+
+/* Makes r->order the sample order of epoch. */
+static void prepare_order(struct ferry_reader *r, uint64_t epoch)
+{
+	uint64_t begin, end;
+	if (r->order_valid && r->order_epoch == epoch)
+		return;
+	r->order_shard = ferry__epoch_shard(r->shard, r->nshards, r->stick, epoch);
+	ferry__shard_range(r->ds.n, r->order_shard, r->nshards, &begin, &end);
+	r->order_n = end - begin;
+	for (uint64_t i = 0; i < r->order_n; i++)
+		r->order[i] = begin + i;
+	if (r->shuffle)
+		ferry__shuffle(r->order, r->order_n, r->seed, epoch);
+	r->order_epoch = epoch;
+	r->order_valid = 1;
+}
+
+static struct ferry_epoch_info epoch_info_of_order(const struct ferry_reader *r)
+{
+	uint64_t nb = batches_of(r, r->order_n);
+	return (struct ferry_epoch_info){
+		.epoch = r->order_epoch,
+		.samples = r->pad ? nb * r->batch_size : r->order_n,
+		.real_samples = r->order_n,
+		.batches = nb,
+		.shard_id = (int)r->order_shard,
+	};
+}
+
+static void fill_slots(struct ferry_reader *r, struct ferry_batch *b)
+{
+	uint64_t begin = r->next_index * r->batch_size;
+	uint64_t real = r->order_n - begin < r->batch_size ? r->order_n - begin : r->batch_size;
+	b->nslots = r->pad ? r->batch_size : (unsigned)real;
+	for (unsigned i = 0; i < b->nslots; i++) {
+		int pad = i >= real;
+		reset_slot(&b->slots[i], r->order[pad ? r->order_n - 1 : begin + i], pad);
+	}
+}
+
+struct ferry_epoch_info ferry__pipeline_first_epoch(struct ferry_reader *r)
+{
+	prepare_order(r, r->consume_started ? r->consume_epoch : 0);
+	return epoch_info_of_order(r);
+}
+
+/* ---- the work list (under the lock) ---- */
+
+static void append_work(struct ferry_reader *r, struct ferry_batch *b)
+{
+	b->next_item = 0;
+	b->items_left = b->nitems;
+	b->work_next = NULL;
+	if (r->work_tail)
+		r->work_tail->work_next = b;
+	else
+		r->work_head = b;
+	r->work_tail = b;
+	r->work_items += b->nitems;
+	pthread_cond_broadcast(&r->work);
+}
+
+/* Takes the next item of the list's first batch. */
+static struct ferry_batch *take_item(struct ferry_reader *r, struct item *it)
+{
+	struct ferry_batch *b = r->work_head;
+	*it = b->items[b->next_item++];
+	r->work_items--;
+	if (b->next_item == b->nitems) {
+		r->work_head = b->work_next;
+		if (!r->work_head)
+			r->work_tail = NULL;
+	}
+	return b;
+}
+
+/* Takes one item, or a run of PACK items (of consecutive batches) that fits a
+ * chunk, leaving each other IO thread its share of what is there. */
+static unsigned take_items(struct ferry_reader *r, struct ferry_batch **bs, struct item *items)
+{
+	unsigned share = r->work_items / r->threads, n = 1;
+	uint64_t span;
+	bs[0] = take_item(r, &items[0]);
+	if (!ferry__item_packs(bs[0], &items[0]))
+		return 1;
+	span = ferry__item_span(bs[0], &items[0]);
+	while (n < MAX_GANG && n <= share && r->work_head) {
+		struct ferry_batch *b = r->work_head;
+		const struct item *next = &b->items[b->next_item];
+		if (!ferry__item_packs(b, next) || span + ferry__item_span(b, next) > r->chunk)
+			break;
+		span += ferry__item_span(b, next);
+		bs[n] = take_item(r, &items[n]);
+		n++;
+	}
+	return n;
+}
+
+/* ---- phases ---- */
+
+/* b has loaded, or failed with rc: it may go to the caller. */
+static void batch_done(struct ferry_batch *b, int rc)
+{
+	struct ferry_reader *r = b->r;
+	for (unsigned i = 0; i < b->nslots; i++) {
+		ferry__slot_close(r, &b->slots[i]); /* left open when the plan failed */
+		b->bytes_read += b->slots[i].stats.bytes_read;
+	}
+	if (rc < 0 && !b->msg)
+		b->msg = strdup(ferry_last_error());
+	pthread_mutex_lock(&r->lock);
+	b->error = rc;
+	b->state = BATCH_READY;
+	if (rc == 0 && b->lay.bytes > r->batch_bytes)
+		r->batch_bytes = b->lay.bytes;
+	pthread_cond_broadcast(&r->loaded);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* After a plan step: its items go to the work list, or b is done. */
+static void continue_with(struct ferry_batch *b, int rc)
+{
+	struct ferry_reader *r = b->r;
+	if (rc < 0 || b->nitems == 0) {
+		batch_done(b, rc);
+		return;
+	}
+	b->phase = b->items[0].kind;
+	pthread_mutex_lock(&r->lock);
+	append_work(r, b);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Whether a fetch left a stale slot (a file changed under its cached header)
+ * or a skipped one: either way the batch is planned and fetched again. */
+static int needs_new_plan(struct ferry_batch *b, uint64_t skipped_before)
+{
+	int stale = 0;
+	for (unsigned i = 0; i < b->nslots; i++)
+		stale |= b->slots[i].stale;
+	return stale || b->skipped != skipped_before;
+}
+
+/* The fetch items are done: b is loaded, failed, or planned again (once its
+ * copies have landed: the new plan's copies must not race the old ones). */
+static void after_fetch(struct ferry_batch *b)
+{
+	uint64_t skipped = b->skipped;
+	int rc = ferry__settle(b);
+	if (rc == 0 && needs_new_plan(b, skipped)) {
+		rc = ferry__wait_copies(b);
+		if (rc == 0 && ++b->replans > MAX_REPLANS)
+			rc = ferry__fail(-FERRY_ECHANGED, "%s: files changed under every one of %d plans "
+					 "of a batch", b->r->name, MAX_REPLANS);
+		if (rc == 0) {
+			continue_with(b, ferry__plan(b));
+			return;
+		}
+	}
+	batch_done(b, rc);
+}
+
+/* The last item of b's phase finished on this thread: move b on. */
+static void phase_done(struct ferry_batch *b)
+{
+	if (b->phase == ITEM_PROBE)
+		continue_with(b, ferry__finish_plan(b));
+	else if (b->phase == ITEM_FETCH)
+		after_fetch(b);
+}
+
+/* ---- the IO threads ---- */
+
+static void run_items(struct ferry_batch **bs, struct item *items, unsigned n)
+{
+	if (items[0].kind == ITEM_PLAN)
+		continue_with(bs[0], ferry__plan(bs[0]));
+	else if (items[0].kind == ITEM_PROBE)
+		ferry__probe(bs[0], &bs[0]->slots[items[0].first]);
+	else
+		ferry__fetch(bs, items, n);
+}
+
+/* Counts the items finished (lock held); returns the batches whose phase
+ * ended, moved to the front of bs. */
+static unsigned finish_items(struct ferry_batch **bs, const struct item *items, unsigned n)
+{
+	unsigned ended = 0;
+	for (unsigned j = 0; j < n; j++)
+		if (items[j].kind != ITEM_PLAN && --bs[j]->items_left == 0)
+			bs[ended++] = bs[j];
+	return ended;
+}
+
+static void worker(void *arg)
+{
+	struct ferry_reader *r = arg;
+	struct ferry_batch *bs[MAX_GANG];
+	struct item items[MAX_GANG];
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		while (!r->closing && !r->work_head)
+			pthread_cond_wait(&r->work, &r->lock);
+		if (r->closing)
+			break;
+		unsigned n = take_items(r, bs, items);
+		pthread_mutex_unlock(&r->lock);
+		run_items(bs, items, n);
+		pthread_mutex_lock(&r->lock);
+		unsigned ended = finish_items(bs, items, n);
+		pthread_mutex_unlock(&r->lock);
+		for (unsigned j = 0; j < ended; j++)
+			phase_done(bs[j]);
+		pthread_mutex_lock(&r->lock);
+	}
+	r->workers--;
+	pthread_cond_broadcast(&r->loaded);
+	pthread_mutex_unlock(&r->lock);
+}
+
+int ferry__pipeline_start(struct ferry_reader *r)
+{
+	int rc = ferry__pool_create(r->threads, &r->pool);
+	for (unsigned i = 0; rc == 0 && i < r->threads; i++) {
+		pthread_mutex_lock(&r->lock);
+		r->workers++;
+		pthread_mutex_unlock(&r->lock);
+		if ((rc = ferry__pool_submit(r->pool, worker, r)) < 0) {
+			pthread_mutex_lock(&r->lock);
+			r->workers--;
+			pthread_mutex_unlock(&r->lock);
+		}
+	}
+	return rc;
+}
+
+void ferry__pipeline_stop(struct ferry_reader *r)
+{
+	pthread_mutex_lock(&r->lock);
+	r->closing = 1;
+	pthread_cond_broadcast(&r->work);
+	pthread_mutex_unlock(&r->lock);
+	ferry__pool_destroy(r->pool); /* joins the IO threads, each done with its items */
+	r->pool = NULL;
+	for (unsigned i = 0; i < r->nall; i++)
+		ferry__wait_copies(r->all[i]); /* no copy may land in freed memory */
+}
+
+void ferry__pipeline_free(struct ferry_reader *r)
+{
+	for (unsigned i = 0; i < r->nall; i++) {
+		for (unsigned k = 0; k < r->all[i]->nslots; k++)
+			ferry__slot_close(r, &r->all[i]->slots[k]);
+		free_batch(r, r->all[i]);
+	}
+	free(r->all);
+	r->all = NULL;
+	r->nall = 0;
+}
+
+/* ---- scheduling and taking batches (the caller's threads, under the lock) ---- */
+
+static void enqueue(struct ferry_reader *r, struct ferry_batch *b)
+{
+	b->next = NULL;
+	if (r->queue_tail)
+		r->queue_tail->next = b;
+	else
+		r->queue_head = b;
+	r->queue_tail = b;
+	r->queued++;
+}
+
+static struct ferry_batch *dequeue(struct ferry_reader *r)
+{
+	struct ferry_batch *b = r->queue_head;
+	r->queue_head = b->next;
+	if (!r->queue_head)
+		r->queue_tail = NULL;
+	r->queued--;
+	b->next = NULL;
+	return b;
+}
+
+/* b failed, or has nothing to fetch, before any IO thread saw it. */
+static void ready_at_once(struct ferry_batch *b, int rc)
+{
+	b->error = rc;
+	if (rc < 0)
+		b->msg = strdup(ferry_last_error());
+	b->state = BATCH_READY;
+}
+
+/* Puts b in the work list: planned now when the cache holds every header,
+ * else with an item that plans it on an IO thread. */
+static void start_batch(struct ferry_reader *r, struct ferry_batch *b)
+{
+	int rc;
+	b->state = BATCH_LOADING;
+	if (ferry__plan_from_cache(b)) {
+		rc = ferry__finish_plan(b);
+		b->phase = ITEM_FETCH;
+	} else {
+		rc = ferry__plan_later(b);
+		b->phase = ITEM_PLAN;
+	}
+	if (rc < 0 || b->nitems == 0)
+		ready_at_once(b, rc);
+	else
+		append_work(r, b);
+}
+
+/* Batches in flight the window aims at: prefetch_depth + 1 when the config
+ * gives a depth; else enough samples for every IO thread, within WINDOW_BYTES
+ * of batch memory (as large as the largest batch seen), never fewer than
+ * AUTO_DEPTH + 1, at most FERRY_PREFETCH_MAX. Until a batch has loaded its
+ * size is unknown, and the window is the least. */
+static unsigned window(const struct ferry_reader *r)
+{
+	uint64_t least = (r->depth ? r->depth : AUTO_DEPTH) + 1, w = least;
+	if (!r->depth && r->batch_bytes) {
+		uint64_t samples = (uint64_t)SAMPLES_PER_THREAD * r->threads;
+		uint64_t by_samples = (samples + r->batch_size - 1) / r->batch_size;
+		uint64_t by_memory = WINDOW_BYTES / r->batch_bytes;
+		w = by_samples < by_memory ? by_samples : by_memory;
+	}
+	if (w < least)
+		w = least;
+	return w > FERRY_PREFETCH_MAX ? FERRY_PREFETCH_MAX : (unsigned)w;
+}
+
+/* Schedules the batch at the cursor. Returns 1, 0 when the requested epochs
+ * are all scheduled, or a negative code. */
+static int schedule_one(struct ferry_reader *r)
+{
+	struct ferry_batch *b = NULL;
+	int rc;
+	if (r->epochs && r->next_epoch >= r->epochs)
+		return 0;
+	prepare_order(r, r->next_epoch);
+	if ((rc = take_batch(r, &b)) < 0)
+		return rc;
+	reset_batch(r, b);
+	fill_slots(r, b);
+	b->epoch = r->next_epoch;
+	b->index = r->next_index;
+	b->info = epoch_info_of_order(r);
+	enqueue(r, b);
+	if (++r->next_index == b->info.batches) {
+		r->next_epoch++;
+		r->next_index = 0;
+	}
+	start_batch(r, b);
+	return 1;
+}
+
+/* Schedules until the window is full (or the epochs end). */
+static int top_up(struct ferry_reader *r)
+{
+	unsigned want = window(r);
+	while (r->queued < want && !r->closing) {
+		int rc = schedule_one(r);
+		if (rc <= 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Waits for a batch to finish loading, until deadline (NULL: no deadline).
+ * Returns 0 or -ETIMEDOUT. */
+static int wait_loaded(struct ferry_reader *r, const struct timespec *deadline)
+{
+	if (!deadline) {
+		pthread_cond_wait(&r->loaded, &r->lock);
+		return 0;
+	}
+	return -pthread_cond_timedwait(&r->loaded, &r->lock, deadline);
+}
+
+int ferry__pipeline_next(struct ferry_reader *r, struct ferry_batch **out,
+			 const struct timespec *deadline)
+{
+	*out = NULL;
+	for (;;) {
+		int rc = top_up(r);
+		if (rc < 0 || !r->queue_head)
+			return rc;
+		if (r->queue_head->state != BATCH_LOADING)
+			break;
+		if (wait_loaded(r, deadline) == -ETIMEDOUT)
+			return -ETIMEDOUT;
+	}
+	*out = dequeue(r);
+	return top_up(r);
+}
+
+void ferry__pipeline_release(struct ferry_batch *b)
+{
+	b->state = BATCH_FREE;
+	b->next = b->r->free_list;
+	b->r->free_list = b;
+}

@@ -1,0 +1,333 @@
+/*
+ * A batch's plan: the header and region of every sample (from the header
+ * cache, or probed from the file), errors settled as on_error says, the
+ * outputs laid out in the batch's memory (densely, [B, ...], when they share
+ * a dtype and shape), and the fetch items that fill it.
+ */
+#include "reader/reader.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+
+#define SAMPLE_ALIGN 256 /* outputs of a ragged batch start at multiples of it */
+
+int ferry__slot_fail(struct ferry_reader *r, struct slot *s, int err)
+{
+	ferry__fail_subject(err, r->ds.paths[s->file]);
+	free(s->msg);
+	s->msg = ferry__error_copy();
+	s->error = err;
+	return err;
+}
+
+void ferry__slot_close(struct ferry_reader *r, struct slot *s)
+{
+	ferry__load_close(r->ld, s->f);
+	s->f = NULL;
+}
+
+int ferry__slot_live(const struct slot *s)
+{
+	return !s->skipped && !s->error;
+}
+
+/* Resolves s's region and output size from its header. Returns 0 or an error
+ * (not recorded). */
+static int resolve_region(struct ferry_reader *r, struct slot *s)
+{
+	int rc = ferry__roi_resolve(&r->roi, s->h.ndim, s->h.shape, r->ds.paths[s->file], &s->rg);
+	if (rc == 0)
+		s->nbytes = s->rg.count * s->h.itemsize;
+	return rc;
+}
+
+/* A cached header that fits the region; otherwise the file is probed, so a
+ * region error is always about the file as it is. */
+static int plan_slot_from_cache(struct ferry_reader *r, struct slot *s)
+{
+	if (s->stale || !ferry__headers_lookup(r, s))
+		return 0;
+	if (resolve_region(r, s) == 0)
+		return 1;
+	s->cached = 0;
+	return 0;
+}
+
+void ferry__probe(struct ferry_batch *b, struct slot *s)
+{
+	struct ferry_reader *r = b->r;
+	const char *path = r->ds.paths[s->file];
+	int rc;
+
+	ferry__clear_error(); /* a message left by another file must not be this one's */
+	s->cached = s->stale = 0;
+	rc = s->f ? 0 : ferry__load_open(r->ld, path, &s->f);
+	if (rc == 0)
+		rc = ferry__load_header(s->f, &s->h, s->head);
+	if (rc == 0) {
+		s->id = s->f->id;
+		ferry__headers_store(r, s);
+		rc = resolve_region(r, s);
+	}
+	if (rc < 0) {
+		ferry__slot_fail(r, s, rc);
+		ferry__slot_close(r, s);
+	}
+}
+
+/* Errors that say nothing about one file, so skipping it would not help. */
+static int error_is_global(int err)
+{
+	return err == -ENOMEM || err == -FERRY_EDEVICE || err == -FERRY_ENODEVICE;
+}
+
+static void keep_message(char **dst, const char *msg)
+{
+	free(*dst);
+	*dst = msg ? strdup(msg) : NULL;
+}
+
+/* Applies on_error to the slots that failed: returns the first error (and
+ * keeps its message) under stop, or marks them skipped under skip. */
+int ferry__settle(struct ferry_batch *b)
+{
+	struct ferry_reader *r = b->r;
+	for (unsigned i = 0; i < b->nslots; i++) {
+		struct slot *s = &b->slots[i];
+		if (!s->error)
+			continue;
+		if (r->on_error == FERRY_ON_ERROR_STOP || error_is_global(s->error)) {
+			keep_message(&b->msg, s->msg);
+			return s->error;
+		}
+		ferry__slot_close(r, s);
+		s->skipped = 1;
+		b->skip_error = s->error;
+		keep_message(&b->skip_msg, s->msg);
+		s->error = 0;
+		b->skipped++;
+	}
+	return 0;
+}
+
+/* All samples of a batch share dtype and rank; a file that breaks that fails. */
+static int check_batch_types(struct ferry_batch *b)
+{
+	struct slot *first = NULL;
+	for (unsigned i = 0; i < b->nslots; i++) {
+		struct slot *s = &b->slots[i];
+		if (s->is_padding || !ferry__slot_live(s))
+			continue;
+		if (!first) {
+			first = s;
+			continue;
+		}
+		if (s->h.dtype == first->h.dtype && s->h.ndim == first->h.ndim)
+			continue;
+		ferry__fail(-FERRY_EMISMATCH,
+			    "%s: dtype %s rank %d differs from %s (dtype %s rank %d) in one batch",
+			    b->r->ds.paths[s->file], ferry_dtype_name(s->h.dtype), s->h.ndim,
+			    b->r->ds.paths[first->file], ferry_dtype_name(first->h.dtype),
+			    first->h.ndim);
+		ferry__slot_fail(b->r, s, -FERRY_EMISMATCH);
+		ferry__slot_close(b->r, s);
+	}
+	return ferry__settle(b);
+}
+
+/* Padding repeats the last live sample: its file, header and region. */
+static void point_padding(struct ferry_batch *b)
+{
+	struct slot *last = NULL;
+	for (unsigned i = 0; i < b->nslots; i++) {
+		struct slot *s = &b->slots[i];
+		if (!s->is_padding) {
+			last = ferry__slot_live(s) ? s : last;
+			continue;
+		}
+		s->skipped = !last;
+		if (!last)
+			continue;
+		s->file = last->file;
+		s->h = last->h;
+		s->id = last->id;
+		s->rg = last->rg;
+		s->nbytes = last->nbytes;
+		s->cached = 1; /* checked against the file when it is opened again */
+		memcpy(s->head, last->head, sizeof(s->head));
+	}
+}
+
+static void list_outputs(struct ferry_batch *b)
+{
+	b->nout = 0;
+	b->real = 0;
+	b->bytes_delivered = 0;
+	for (unsigned i = 0; i < b->nslots; i++) {
+		struct slot *s = &b->slots[i];
+		if (!ferry__slot_live(s))
+			continue;
+		b->out[b->nout++] = i;
+		if (!s->is_padding) {
+			b->real++;
+			b->bytes_delivered += s->nbytes;
+		}
+	}
+}
+
+/* Whether every output has the first one's dtype and shape. */
+static int outputs_dense(const struct ferry_batch *b)
+{
+	const struct slot *first = &b->slots[b->out[0]];
+	for (unsigned k = 1; k < b->nout; k++) {
+		const struct slot *s = &b->slots[b->out[k]];
+		if (s->h.dtype != first->h.dtype || s->rg.ndim != first->rg.ndim ||
+		    memcmp(s->rg.shape, first->rg.shape, sizeof(int64_t) * (size_t)s->rg.ndim))
+			return 0;
+	}
+	return 1;
+}
+
+/* Grows the batch's device memory to at least len bytes (never shrinks it,
+ * so a steady state allocates nothing). */
+static int reserve_memory(struct ferry_batch *b, size_t len)
+{
+	struct ferry__device *dev = b->r->dev;
+	size_t cap = b->mem_cap + b->mem_cap / 2;
+	void *mem;
+	if (len <= b->mem_cap)
+		return 0;
+	if (cap < len)
+		cap = len;
+	if (b->mem)
+		dev->ops->mem_free(dev, b->mem);
+	b->mem = NULL;
+	b->mem_cap = 0;
+	int rc = dev->ops->mem_alloc(dev, cap, &mem);
+	if (rc < 0)
+		return ferry__fail(rc, "%s: cannot allocate %zu bytes of batch memory", b->r->name,
+				   cap);
+	b->mem = mem;
+	b->mem_cap = cap;
+	return 0;
+}
+
+/* Places the outputs in order: rows of one size when dense, else aligned. */
+static int lay_out(struct ferry_batch *b)
+{
+	struct ferry_batch_layout *l = &b->lay;
+	const struct slot *first = b->nout ? &b->slots[b->out[0]] : NULL;
+	uint64_t total = 0;
+	memset(l, 0, sizeof(*l));
+	if (!first)
+		return 0;
+	l->dense = outputs_dense(b);
+	l->dtype = first->h.dtype;
+	l->ndim = first->rg.ndim;
+	memcpy(l->shape, first->rg.shape, sizeof(int64_t) * (size_t)l->ndim);
+	l->sample_bytes = first->nbytes;
+	for (unsigned k = 0; k < b->nout; k++) {
+		struct slot *s = &b->slots[b->out[k]];
+		uint64_t align = l->dense ? 1 : SAMPLE_ALIGN;
+		s->offset = (total + align - 1) / align * align;
+		total = s->offset + s->nbytes;
+	}
+	l->bytes = total;
+	return reserve_memory(b, total);
+}
+
+static enum fetch_kind kind_of(const struct ferry_reader *r, const struct slot *s)
+{
+	if (s->rg.padded || s->h.swap || (s->h.fortran_order && s->h.ndim > 1))
+		return FETCH_SLOW;
+	if (!r->packable || s->nbytes > r->chunk)
+		return FETCH_BIG;
+	return FETCH_PACK;
+}
+
+static int add_item(struct ferry_batch *b, enum item_kind kind, unsigned first, unsigned count)
+{
+	if (b->nitems == b->items_cap) {
+		unsigned cap = b->items_cap ? 2 * b->items_cap : 8;
+		struct item *grown = realloc(b->items, cap * sizeof(*grown));
+		if (!grown)
+			return ferry__fail(-ENOMEM, "%s: out of memory planning a batch", b->r->name);
+		b->items = grown;
+		b->items_cap = cap;
+	}
+	b->items[b->nitems++] = (struct item){ kind, first, count };
+	return 0;
+}
+
+/* The end of output k's row, relative to the start of output first's. */
+static uint64_t span_to(const struct ferry_batch *b, unsigned first, unsigned k)
+{
+	const struct slot *s = &b->slots[b->out[k]];
+	return s->offset + s->nbytes - b->slots[b->out[first]].offset;
+}
+
+/* One item per FETCH_BIG or FETCH_SLOW output; FETCH_PACK outputs in runs
+ * whose rows span at most a chunk. */
+static int make_fetch_items(struct ferry_batch *b)
+{
+	int rc = 0;
+	b->nitems = 0;
+	for (unsigned k = 0; rc == 0 && k < b->nout;) {
+		struct slot *s = &b->slots[b->out[k]];
+		unsigned n = 1;
+		s->kind = kind_of(b->r, s);
+		while (s->kind == FETCH_PACK && k + n < b->nout &&
+		       kind_of(b->r, &b->slots[b->out[k + n]]) == FETCH_PACK &&
+		       span_to(b, k, k + n) <= b->r->chunk)
+			b->slots[b->out[k + n++]].kind = FETCH_PACK;
+		rc = add_item(b, ITEM_FETCH, k, n);
+		k += n;
+	}
+	return rc;
+}
+
+int ferry__finish_plan(struct ferry_batch *b)
+{
+	int rc = ferry__settle(b);
+	if (rc == 0)
+		rc = check_batch_types(b);
+	if (rc < 0)
+		return rc;
+	point_padding(b);
+	list_outputs(b);
+	rc = lay_out(b);
+	return rc < 0 ? rc : make_fetch_items(b);
+}
+
+int ferry__plan_from_cache(struct ferry_batch *b)
+{
+	for (unsigned i = 0; i < b->nslots; i++) {
+		struct slot *s = &b->slots[i];
+		if (!s->is_padding && ferry__slot_live(s) && !plan_slot_from_cache(b->r, s))
+			return 0;
+	}
+	return 1;
+}
+
+int ferry__plan_later(struct ferry_batch *b)
+{
+	b->nitems = 0;
+	return add_item(b, ITEM_PLAN, 0, 0);
+}
+
+int ferry__plan(struct ferry_batch *b)
+{
+	b->nitems = 0;
+	for (unsigned i = 0; i < b->nslots; i++) {
+		struct slot *s = &b->slots[i];
+		if (s->is_padding || !ferry__slot_live(s) || plan_slot_from_cache(b->r, s))
+			continue;
+		int rc = add_item(b, ITEM_PROBE, i, 1);
+		if (rc < 0)
+			return rc;
+	}
+	return b->nitems ? 0 : ferry__finish_plan(b);
+}
