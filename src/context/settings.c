@@ -40,10 +40,11 @@ static const struct ferry__setting_info table[] = {
 	  "staging chunk size" },
 	{ "FERRY_THREADS", "1 to 1024", "cores, at most 16", "IO threads of one load" },
 	{ "FERRY_LANES", "1 to 16", "4",
-	  "staging engines, each with its own lock and copy stream; fewer when "
-	  "FERRY_MAX_BUFFERS cannot give each 8 buffers" },
+	  "staging engines, each with its own lock and copy stream, the threads that call "
+	  "ferry spread over them; fewer when FERRY_MAX_BUFFERS cannot give each 8 buffers" },
 	{ "FERRY_MAX_BUFFERS", "1 to 4096", "128",
-	  "staging buffers (one chunk of pinned memory each), shared out between the lanes" },
+	  "most staging buffers (one chunk of pinned memory each), shared out between the "
+	  "lanes; each lane's pool starts with 4 and grows on demand" },
 	{ "FERRY_ODIRECT", "0, 1", "0",
 	  "1: read with O_DIRECT (buffered where the file system refuses)" },
 	{ "FERRY_TRACE", "a file path", "off", "write a CSV trace of the staging engines' events" },
