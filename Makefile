@@ -1,5 +1,7 @@
 # ferry — plain Makefile. Targets: all (default), test, demo, install, fuzz, bench, clean.
-# Variables: SANITIZE=address|thread, PREFIX, DESTDIR, CC, NVCC.
+# Variables: SANITIZE=address|thread, PREFIX, DESTDIR, CC, NVCC, V=1 (print the
+# whole command lines; by default each step prints one short line, and none
+# under make -s).
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -26,6 +28,22 @@ ifneq ($(URING_A),)
 ifneq ($(wildcard /usr/include/liburing.h),)
 CPPFLAGS += -DFERRY_HAVE_LIBURING
 URING_LIB := $(URING_A)
+# What a static link against libferry.a needs besides libc (ferry.pc's Libs.private).
+PC_URING := -luring
+endif
+endif
+
+# Quiet by default, as kernel-style builds are: "  CC      build/obj/x.o".
+V ?= 0
+ifeq ($(V),1)
+Q :=
+say = @:
+else
+Q := @
+ifneq ($(findstring s,$(firstword -$(MAKEFLAGS))),)
+say = @:
+else
+say = @printf '  %-7s %s\n' '$(1)' '$(2)'
 endif
 endif
 
@@ -58,25 +76,30 @@ all: $(BUILD)/libferry.so $(BUILD)/libferry.a $(BUILD)/ferry $(TEST_BINS) $(BENC
 
 $(BUILD)/obj/%.o: src/%.c $(LIB_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 
 $(BUILD)/tests $(BUILD)/bench:
-	mkdir -p $@
+	$(Q)mkdir -p $@
 
 $(BUILD)/libferry.a: $(LIB_OBJS)
-	rm -f $@; ar rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)rm -f $@; ar rcs $@ $^
 
 $(BUILD)/libferry.so: $(LIB_OBJS) src/ferry.map
-	$(CC) -shared -Wl,-soname,libferry.so.$(SOVERSION) -Wl,--version-script=src/ferry.map \
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared -Wl,-soname,libferry.so.$(SOVERSION) -Wl,--version-script=src/ferry.map \
 		$(LDFLAGS) -o $(BUILD)/libferry.so.$(VERSION) $(LIB_OBJS) $(URING_LIB) $(LDLIBS)
-	ln -sf libferry.so.$(VERSION) $(BUILD)/libferry.so.$(SOVERSION)
-	ln -sf libferry.so.$(VERSION) $@
+	$(Q)ln -sf libferry.so.$(VERSION) $(BUILD)/libferry.so.$(SOVERSION)
+	$(Q)ln -sf libferry.so.$(VERSION) $@
 
 $(BUILD)/ferry: $(TOOL_SRCS) $(BUILD)/libferry.a $(wildcard tools/*.h tools/bench/*.h)
-	$(CC) $(CPPFLAGS) -Itools $(CFLAGS) $(LDFLAGS) -o $@ $(TOOL_SRCS) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
+	$(call say,CCLD,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itools $(CFLAGS) $(LDFLAGS) -o $@ $(TOOL_SRCS) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/common/helpers.h $(BUILD)/libferry.a | $(BUILD)/tests
-	$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_COMMON) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
+	$(call say,CCLD,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_COMMON) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
 
 # Fault sweeps and files changed mid-load: libferry.a's host allocations and
 # preads go through tests/common/faultalloc.c and faultio.c.
@@ -84,15 +107,19 @@ FAULT_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=posix_memali
 WRAPPED_TESTS := $(filter $(BUILD)/tests/test_fault_% $(BUILD)/tests/test_change_% \
 	$(BUILD)/tests/test_reader_next_timeout,$(TEST_BINS))
 $(WRAPPED_TESTS): $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/common/helpers.h $(BUILD)/libferry.a | $(BUILD)/tests
-	$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS) $(LDFLAGS) $(FAULT_WRAP) -o $@ $< $(TEST_COMMON) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
+	$(call say,CCLD,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS) $(LDFLAGS) $(FAULT_WRAP) -o $@ $< $(TEST_COMMON) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libferry.a | $(BUILD)/bench
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
+	$(call say,CCLD,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
 
 test: all
 	@BUILD=$(BUILD) sh tests/run.sh
 
-demo: all
+# Builds only the tool, silently (V=1 shows the commands), then runs the demo.
+demo:
+	@$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) $(BUILD)/ferry
 	@sh tools/demo.sh $(BUILD)
 
 fuzz:
@@ -101,25 +128,39 @@ fuzz:
 bench: all
 	@sh bench/run.sh
 
+# The tool links libferry statically and runs from anywhere; programs linked
+# with -lferry find libferry.so.0 once the loader's cache knows PREFIX/lib
+# (ldconfig, run here when installing into / as root) or through
+# LD_LIBRARY_PATH.
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
+	$(call say,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
 		$(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 include/ferry.h $(DESTDIR)$(PREFIX)/include/
-	install -m 755 $(BUILD)/libferry.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf libferry.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libferry.so.$(SOVERSION)
-	ln -sf libferry.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libferry.so
-	install -m 644 $(BUILD)/libferry.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/ferry $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' ferry.pc.in \
+	$(Q)install -m 644 include/ferry.h $(DESTDIR)$(PREFIX)/include/
+	$(Q)install -m 755 $(BUILD)/libferry.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
+	$(Q)ln -sf libferry.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libferry.so.$(SOVERSION)
+	$(Q)ln -sf libferry.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libferry.so
+	$(Q)install -m 644 $(BUILD)/libferry.a $(DESTDIR)$(PREFIX)/lib/
+	$(Q)install -m 755 $(BUILD)/ferry $(DESTDIR)$(PREFIX)/bin/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+		-e 's|@LIBS_PRIVATE@|$(strip $(PC_URING) $(LDLIBS))|g' ferry.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ferry.pc
+	$(Q)if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then \
+		ldconfig; \
+	else \
+		echo "ferry: installed libferry.so.$(SOVERSION) in $(DESTDIR)$(PREFIX)/lib; programs" \
+			"linked with -lferry need 'ldconfig' (as root) or LD_LIBRARY_PATH=$(PREFIX)/lib"; \
+	fi
 
 clean:
 	rm -rf build build-asan build-tsan
 
 # An LD_PRELOAD shim that slows pread (FERRY_SLOWREAD_MS), for tests/test_python_interrupt.py.
 $(BUILD)/shim/slowread.so: tests/shim/slowread.c
-	mkdir -p $(@D) && $(CC) -O2 -Wall -Wextra -fPIC -shared -o $@ $<
+	$(call say,CCLD,$@)
+	$(Q)mkdir -p $(@D) && $(CC) -O2 -Wall -Wextra -fPIC -shared -o $@ $<
 
 # Prints the layout of include/ferry.h's structs as JSON, for tests/test_python_layout.py.
 $(BUILD)/tests/layout/struct_layout: tests/layout/struct_layout.c include/ferry.h
-	mkdir -p $(@D) && $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
+	$(call say,CCLD,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<

@@ -1,6 +1,9 @@
 #!/bin/sh
 # The library exports only ferry_ symbols under a versioned soname, and
-# `make install` gives a tree a program can build against through pkg-config.
+# `make install` gives a tree a program can build against through pkg-config:
+# dynamically (run with LD_LIBRARY_PATH, as the install's message says) and
+# statically from `pkg-config --static --libs` (which must list liburing when
+# libferry.a holds the io_uring backend); the installed tool runs by itself.
 BUILD=${FERRY_BUILD:-build}
 LIB=$BUILD/libferry.so
 command -v nm >/dev/null || { echo "skip: nm is not installed"; exit 77; }
@@ -24,4 +27,35 @@ C
 flags=$(PKG_CONFIG_SYSROOT_DIR="$DEST" PKG_CONFIG_LIBDIR="$DEST/usr/lib/pkgconfig" pkg-config --cflags --libs ferry)
 cc -o "$DEST/hello" "$DEST/hello.c" $flags || { echo "FAIL: cannot build against the installed tree"; exit 1; }
 LD_LIBRARY_PATH="$DEST/usr/lib" "$DEST/hello" | grep -qx '0.1.0' || { echo "FAIL: the installed library does not run"; exit 1; }
-echo "ok: exports, soname, install, pkg-config"
+
+# The installed tool: no libferry.so needed, one line for --version, a report for env.
+if ldd "$DEST/usr/bin/ferry" 2>/dev/null | grep -q libferry; then
+	echo "FAIL: the installed ferry needs libferry.so"; exit 1
+fi
+"$DEST/usr/bin/ferry" --version | grep -qx 'ferry 0.1.0' || { echo "FAIL: the installed ferry --version"; exit 1; }
+FERRY_DEVICE=host "$DEST/usr/bin/ferry" env | grep -q '^staging:' || { echo "FAIL: the installed ferry env"; exit 1; }
+
+# A static program from pkg-config --static: ferry_ctx_create pulls in every IO backend.
+static=$(PKG_CONFIG_SYSROOT_DIR="$DEST" PKG_CONFIG_LIBDIR="$DEST/usr/lib/pkgconfig" pkg-config --static --cflags --libs ferry)
+if nm "$DEST/usr/lib/libferry.a" 2>/dev/null | grep -q ' U io_uring_'; then
+	echo "$static" | grep -q -- '-luring' || { echo "FAIL: pkg-config --static --libs ferry lacks -luring: $static"; exit 1; }
+fi
+if [ "$(cc -print-file-name=libc.a)" = libc.a ]; then
+	echo "ok: exports, soname, install, pkg-config, the installed tool (no libc.a: static link not tried)"
+	exit 0
+fi
+cat >"$DEST/static.c" <<'C'
+#include <ferry.h>
+#include <stdio.h>
+int main(void)
+{
+	ferry_ctx *ctx;
+	if (ferry_ctx_create(&ctx, NULL) < 0) { printf("%s\n", ferry_last_error()); return 1; }
+	printf("%s\n", ferry_ctx_io_name(ctx));
+	return ferry_ctx_destroy(ctx) < 0;
+}
+C
+cc -static -o "$DEST/static" "$DEST/static.c" $static 2>"$DEST/static.err" ||
+	{ echo "FAIL: cannot link statically with: $static"; cat "$DEST/static.err"; exit 1; }
+FERRY_DEVICE=host "$DEST/static" | grep -qx posix || { echo "FAIL: the static program does not run"; exit 1; }
+echo "ok: exports, soname, install, pkg-config (shared and static), the installed tool"
