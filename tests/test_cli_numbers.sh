@@ -59,7 +59,7 @@ refused --shape 3037000499x3037000499 "$FERRY" gen --out "$TMP/huge" --shape 303
 refused --shape 9223372036854775808 "$FERRY" gen --out "$TMP/huge" --shape 9223372036854775808
 refused --shape -1x3 "$FERRY" gen --out "$TMP/huge" --shape -1x3
 [ -e "$TMP/huge" ] && fail "ferry gen created its directory for a refused shape"
-for v in -1 " -1" 4294967297 100000001 "" 5x " 5" 4i; do
+for v in 0 -1 " -1" 4294967297 100000001 "" 5x " 5" 4i; do
 	refused --files "$v" "$FERRY" gen --out "$TMP/huge" --files "$v"
 done
 for v in -1 " -1" 18446744073709551616 "" 1x 0x10; do

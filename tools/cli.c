@@ -13,13 +13,10 @@ int ferry_cli_error(const char *what, int rc)
 	size_t what_len = what ? strlen(what) : 0;
 
 	if (!*msg)
-		fprintf(stderr, "ferry: %s%s%s\n", what ? what : "", what ? ": " : "",
-			ferry_strerror(rc));
-	else if (!what || (!strncmp(msg, what, what_len) && msg[what_len] == ':'))
-		fprintf(stderr, "ferry: %s\n", msg);
-	else
-		fprintf(stderr, "ferry: %s: %s\n", what, msg);
-	return 1;
+		return ferry_cli_fail("%s%s%s", what ? what : "", what ? ": " : "", ferry_strerror(rc));
+	if (!what || (!strncmp(msg, what, what_len) && msg[what_len] == ':'))
+		return ferry_cli_fail("%s", msg);
+	return ferry_cli_fail("%s: %s", what, msg);
 }
 
 int ferry_cli_parse_size(const char *text, uint64_t *out)

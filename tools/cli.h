@@ -17,8 +17,6 @@ struct ferry_cli_command {
 };
 
 int ferry_cli_env(int argc, char **argv);
-/* `ferry --version`: the version line, then the env report. */
-int ferry_cli_version(void);
 int ferry_cli_info(int argc, char **argv);
 int ferry_cli_read(int argc, char **argv);
 int ferry_cli_gen(int argc, char **argv);
@@ -26,6 +24,10 @@ int ferry_cli_demo(int argc, char **argv);
 int ferry_cli_bench(int argc, char **argv);
 /* `ferry read --root/--list/--files ...`: the dataset reader (cmd_read_dataset.c). */
 int ferry_cli_read_dataset(int argc, char **argv);
+/* The dataset reader's part of `ferry read --help`. */
+extern const char ferry_cli_dataset_help[];
+/* Prints `ferry read --help`: loading files, then reading a dataset. */
+void ferry_cli_read_help(FILE *out);
 
 /*
  * Prints "ferry: <message>" on stderr and returns 1. The message is
@@ -33,6 +35,44 @@ int ferry_cli_read_dataset(int argc, char **argv);
  * with it, so a file is named once), else "what: ferry_strerror(rc)".
  */
 int ferry_cli_error(const char *what, int rc);
+
+/* ---- how commands talk (output.c) ---- */
+
+/* Prints "ferry: MESSAGE" on stderr, keeps MESSAGE for ferry_cli_last_message
+ * (so --json can carry it) and returns 1. */
+int ferry_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Returns the message of the last failure line printed (by ferry_cli_fail or
+ * ferry_cli_error), or "". */
+const char *ferry_cli_last_message(void);
+/* After getopt_long returned c ('?' or ':', with opterr 0): prints one line
+ * naming the option argv[optind - 1] and what is wrong with it, with "try
+ * 'ferry COMMAND --help'", and returns 2 (the usage exit status). */
+int ferry_cli_bad_option(const char *command, int c, char **argv);
+/* Prints one line about an argument COMMAND does not take; returns 2. */
+int ferry_cli_bad_argument(const char *command, const char *arg);
+
+/* Each writes n in units that fit into buf and returns buf: "192 B", "64.0
+ * KiB", "4.00 MiB" (powers of 1024); bytes per second as "640 MB/s", "1.23
+ * GB/s" (powers of 1000, as GB/s is everywhere in ferry); "1.23 s", "12.3
+ * ms", "45 us". Three significant digits; never "0.00" for a nonzero value. */
+const char *ferry_cli_bytes(uint64_t n, char *buf, size_t len);
+const char *ferry_cli_rate(uint64_t bytes, double seconds, char *buf, size_t len);
+const char *ferry_cli_seconds(double s, char *buf, size_t len);
+
+/* The progress line: "\rWHAT: 12/64 UNIT, 48.0 MiB of 256 MiB, 1.20 GB/s, ETA
+ * 3.00 s" on stderr, only when it is a terminal and the command wants it (not
+ * with --json or --quiet); the first update shows at once, then at most four
+ * a second; ferry_cli_progress_end clears it. */
+struct ferry_cli_progress {
+	const char *what, *unit;
+	uint64_t start_ns, last_ns;
+	uint64_t files, total_files, bytes, total_bytes; /* totals: 0 when unknown */
+	int on, shown;
+};
+void ferry_cli_progress_start(struct ferry_cli_progress *p, const char *what, const char *unit,
+			      uint64_t files, uint64_t bytes, int wanted);
+void ferry_cli_progress(struct ferry_cli_progress *p, uint64_t files, uint64_t bytes);
+void ferry_cli_progress_end(struct ferry_cli_progress *p);
 
 /* Parses a non-negative integer or a size ("4096", "64k", "4M"): it must start
  * with a digit (no sign or space). Returns 0 or -1. */
@@ -57,6 +97,22 @@ void ferry_cli_json_string(FILE *out, const char *s);
 
 /* Returns the dtype numpy names name ("float32"), or FERRY_DTYPE_INVALID. */
 enum ferry_dtype ferry_cli_dtype_by_name(const char *name);
+
+/* ---- files the dataset reader skipped (read_skips.c) ---- */
+
+struct ferry_cli_skips;
+/* Lists cfg's dataset and shard as the reader does. Returns 0 or -1. */
+int ferry_cli_skips_open(const struct ferry_reader_config *cfg, struct ferry_cli_skips **out);
+/* Notes a real (not padding) sample of epoch; a new epoch finishes the last. */
+void ferry_cli_skips_sample(struct ferry_cli_skips *s, uint64_t epoch, const char *path);
+/* Finishes the current epoch: its shard's files that gave no sample were skipped. */
+void ferry_cli_skips_epoch_done(struct ferry_cli_skips *s);
+/* Returns how many distinct files were skipped and points *names at their
+ * paths (valid until close), or 0 when the epochs' skips do not add up to
+ * reader_count (the reader's files_skipped): the names are then unknown. */
+size_t ferry_cli_skips_finish(struct ferry_cli_skips *s, uint64_t reader_count,
+			      const char ***names);
+void ferry_cli_skips_close(struct ferry_cli_skips *s);
 
 /* ---- the `ferry gen` dataset (gen_data.c) ---- */
 
@@ -90,6 +146,14 @@ int ferry_cli_gen_nbytes(const struct ferry_cli_gen_spec *spec, uint64_t *nbytes
  * Returns 0, or 1 after printing "ferry: PATH: reason". */
 int ferry_cli_gen_file(const char *path, const struct ferry_cli_gen_spec *spec, uint64_t key,
 		       void *scratch, size_t scratch_len);
+/* Makes dir ready for a dataset: creates it when missing; an existing one
+ * must hold nothing but sample_NNNNNN.npy files (a dataset ferry gen or ferry
+ * demo wrote) unless force. Returns 0, or 1 after printing why not (naming
+ * force_option, unless NULL, as the way to write anyway). */
+int ferry_cli_gen_prepare_dir(const char *dir, int force, const char *force_option);
+/* Removes dir's sample_NNNNNN.npy files numbered files or more (left by an
+ * earlier, larger dataset). Returns how many it removed. */
+unsigned ferry_cli_gen_remove_stale(const char *dir, unsigned files);
 /* Size of the scratch buffer ferry_cli_gen_file writes through. */
 #define FERRY_CLI_GEN_BUFFER (8u << 20)
 

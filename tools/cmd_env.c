@@ -7,21 +7,30 @@
 
 #include "cli.h"
 #include "base/base.h"
+#include "context/context.h"
 
 static const char env_help[] =
-	"usage: ferry env\n"
+	"usage: ferry env [--json]\n"
 	"\n"
 	"Opens a context with default options (the FERRY_* environment variables apply)\n"
 	"and prints its report: the device and driver, the IO backend and why it was\n"
-	"chosen, the staging chunk size and the number of IO threads.\n"
-	"Exit status: 0, or 1 when no context can be opened (the reason is printed).\n";
+	"chosen, the staging chunk size, lanes and buffers (pools start small and grow\n"
+	"on demand up to that number), the IO threads and O_DIRECT. 'ferry --help'\n"
+	"lists the environment variables.\n"
+	"\n"
+	"  --json   print one JSON object instead: {\"version\": V, \"device\": {\"kind\":\n"
+	"           \"cuda\"|\"host\", \"description\": TEXT}, \"io\": {\"backend\": NAME,\n"
+	"           \"description\": TEXT, \"reason\": TEXT}, \"staging\": {\"chunk_size\": N,\n"
+	"           \"memory\": \"pinned host\"|\"device\", \"lanes\": N, \"max_buffers\": N,\n"
+	"           \"first_buffers_per_lane\": N}, \"threads\": N, \"direct\": true|false}\n"
+	"\n"
+	"Exit status: 0, 1 when no context can be opened (the reason is printed), 2 for\n"
+	"usage.\n";
 
-/* Prints ferry_ctx_describe's report of ctx, without its first line when that
- * is the version line already printed. Returns 0 or 1. */
-static int print_report(ferry_ctx *ctx, const char *printed_line)
+/* Prints ferry_ctx_describe's report of ctx. Returns 0 or 1. */
+static int print_report(ferry_ctx *ctx)
 {
 	int need = ferry_ctx_describe(ctx, NULL, 0);
-	size_t skip = printed_line ? strlen(printed_line) : 0;
 	char *report;
 
 	if (need < 0)
@@ -30,17 +39,48 @@ static int print_report(ferry_ctx *ctx, const char *printed_line)
 	if (!report)
 		return ferry_cli_error("describing the context", -ENOMEM);
 	ferry_ctx_describe(ctx, report, (size_t)need + 1);
-	if (!skip || strncmp(report, printed_line, skip))
-		skip = 0;
-	fputs(report + skip, stdout);
+	fputs(report, stdout);
 	if (need > 0 && report[need - 1] != '\n')
 		putchar('\n');
 	free(report);
 	return 0;
 }
 
+/* Prints `"key": "text"` with text as a JSON string. */
+static void json_pair(const char *key, const char *text, const char *after)
+{
+	printf("\"%s\": ", key);
+	ferry_cli_json_string(stdout, text);
+	fputs(after, stdout);
+}
+
+/* Prints the JSON object of ctx (the schema of env_help). Returns 0. */
+static int print_json(ferry_ctx *ctx)
+{
+	const struct ferry__loader *ld = &ctx->ld;
+	const struct ferry__settings *s = &ctx->set;
+	char device[256] = "", io[256] = "";
+
+	ld->dev->ops->describe(ld->dev, device, sizeof(device));
+	if (ld->io_ops->describe)
+		ld->io_ops->describe(ld->io, io, sizeof(io));
+	printf("{\"version\": \"%s\", \"device\": {\"kind\": \"%s\", ", ferry_version(),
+	       ld->dev->ops->name);
+	json_pair("description", device, "}, \"io\": {");
+	json_pair("backend", ld->io_ops->name, ", ");
+	json_pair("description", io, ", ");
+	json_pair("reason", ctx->io_reason, "}, ");
+	printf("\"staging\": {\"chunk_size\": %zu, \"memory\": \"%s\", \"lanes\": %u, "
+	       "\"max_buffers\": %u, \"first_buffers_per_lane\": %u}, \"threads\": %u, "
+	       "\"direct\": %s}\n",
+	       s->chunk_size, ld->io_ops->placement == FERRY__STAGE_DEVICE ? "device" : "pinned host",
+	       s->lanes, s->max_buffers, s->initial_buffers, ld->threads,
+	       ld->direct ? "true" : "false");
+	return 0;
+}
+
 /* Opens a default context and prints its report. Returns the exit status. */
-static int env_report(const char *printed_line)
+static int env_report(int json)
 {
 	ferry_ctx *ctx = NULL;
 	int rc, status;
@@ -49,7 +89,7 @@ static int env_report(const char *printed_line)
 	rc = ferry_ctx_create(&ctx, NULL);
 	if (rc < 0)
 		return ferry_cli_error("cannot open a context", rc);
-	status = print_report(ctx, printed_line);
+	status = json ? print_json(ctx) : print_report(ctx);
 	ferry__clear_error();
 	rc = ferry_ctx_destroy(ctx);
 	if (rc < 0)
@@ -57,27 +97,24 @@ static int env_report(const char *printed_line)
 	return status;
 }
 
-int ferry_cli_version(void)
-{
-	char line[64];
-
-	snprintf(line, sizeof(line), "ferry %s\n", ferry_version());
-	fputs(line, stdout);
-	return env_report(line);
-}
-
 int ferry_cli_env(int argc, char **argv)
 {
-	static const struct option options[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
-	int c;
+	static const struct option options[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c, json = 0;
 
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		fputs(env_help, c == 'h' ? stdout : stderr);
-		return c == 'h' ? 0 : 2;
+	while ((c = getopt_long(argc, argv, ":jh", options, NULL)) != -1) {
+		if (c == 'j')
+			json = 1;
+		else if (c == 'h')
+			return fputs(env_help, stdout), 0;
+		else
+			return ferry_cli_bad_option("env", c, argv);
 	}
-	if (optind < argc) {
-		fputs(env_help, stderr);
-		return 2;
-	}
-	return env_report(NULL);
+	if (optind < argc)
+		return ferry_cli_bad_argument("env", argv[optind]);
+	return env_report(json);
 }

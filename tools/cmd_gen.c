@@ -15,14 +15,18 @@
 
 static const char gen_help[] =
 	"usage: ferry gen --out DIR [--files N] [--size BYTES] [--dtype NAME] [--shape AxB...]\n"
-	"                 [--seed S] [--fortran] [--big-endian] [--mix]\n"
+	"                 [--seed S] [--fortran] [--big-endian] [--mix] [--force]\n"
+	"                 [--json | --quiet]\n"
 	"\n"
 	"Writes N synthetic .npy files DIR/sample_000000.npy, sample_000001.npy, ... (DIR\n"
 	"is created when missing). Each holds a 1-D array of BYTES / itemsize elements,\n"
 	"or the --shape given, whose payload is a function of (seed, file index, offset).\n"
+	"An existing DIR must hold nothing but sample_NNNNNN.npy files (an earlier\n"
+	"dataset, which is replaced: its files numbered N or more are removed, so DIR\n"
+	"holds exactly the new dataset); anything else there is refused unless --force.\n"
 	"\n"
 	"  --out DIR        where to write (required)\n"
-	"  --files N        how many files (16)\n"
+	"  --files N        how many files, 1 to 100000000 (16)\n"
 	"  --size BYTES     payload bytes per file: 4096, 64k, 4M, 1G (1M); a multiple of\n"
 	"                   the itemsize\n"
 	"  --dtype NAME     bool, int8..int64, uint8..uint64, float16, float32, float64,\n"
@@ -34,7 +38,16 @@ static const char gen_help[] =
 	"  --big-endian     write descr '>' (one-byte dtypes are always '|')\n"
 	"  --mix            vary the dtype, byte order, memory order, rank (0..4), format\n"
 	"                   version (1.0, 2.0, 3.0) and size per file, with an empty array\n"
-	"                   now and then; --size is then a target. For tests.\n"
+	"                   now and then; --size is then a target. For tests.\n"	"  --force          write into DIR even when it holds other files (they are kept)\n"
+	"  --json           print one JSON object instead of the summary: {\"dir\": DIR,\n"
+	"                   \"files\": N (written), \"failed\": N, \"removed_stale\": N,\n"
+	"                   \"payload_bytes\": N, \"seed\": S, \"dtype\": NAME|\"mixed\",\n"
+	"                   \"fortran_order\": true|false|null, \"byteorder\": \"<\"|\">\"|\"|\"|null\n"
+	"                   (null: mixed), \"seconds\": S}\n"
+	"  --quiet          print nothing on success (errors still go to stderr)\n"
+	"\n"
+	"On a terminal a progress line (files, bytes, rate, ETA) shows on stderr while\n"
+	"writing; never in a pipe, with --json or with --quiet.\n"
 	"\n"
 	"Payload formula: the bytes of the payload exactly as stored in the file (whatever\n"
 	"the dtype, byte order or memory order; u64 arithmetic modulo 2^64):\n"
@@ -46,7 +59,7 @@ static const char gen_help[] =
 	"choices come from h = mix(seed ^ mix(i) ^ 0x6D6978): byte order '>' when h & 1,\n"
 	"Fortran order when h & 2, rank (h >> 2) % 5, version 1 + (h >> 8) % 3, dtype\n"
 	"number i % 14 in the order listed above.\n"
-	"Exit status: 0 when every file was written, 1 otherwise.\n";
+	"Exit status: 0 when every file was written, 1 otherwise, 2 for usage.\n";
 
 /* ---- the dataset ---- */
 
@@ -54,10 +67,11 @@ struct gen_job {
 	const char *dir;
 	unsigned files;
 	uint64_t seed, size;
-	int mix;
+	int mix, force, json, quiet;
 	struct ferry_cli_gen_spec base;	/* every file's spec without --mix */
-	unsigned failed;
+	unsigned failed, removed;
 	uint64_t bytes;			/* payload bytes written */
+	double seconds;
 };
 
 /* The spec of file index under --mix, from the documented h. */
@@ -92,13 +106,15 @@ static void mix_spec(const struct gen_job *job, unsigned index, struct ferry_cli
 static int run_job(struct gen_job *job)
 {
 	unsigned char *scratch = malloc(FERRY_CLI_GEN_BUFFER);
+	struct ferry_cli_progress p;
 	char path[4200];
 	uint64_t nbytes;
 
-	if (!scratch) {
-		fprintf(stderr, "ferry: %s: out of memory\n", job->dir);
-		return 1;
-	}
+	if (!scratch)
+		return ferry_cli_fail("%s: out of memory", job->dir);
+	ferry_cli_progress_start(&p, "gen", "files", job->files,
+				 job->mix ? 0 : (uint64_t)job->files * job->size,
+				 !job->json && !job->quiet);
 	for (unsigned i = 0; i < job->files; i++) {
 		struct ferry_cli_gen_spec spec = job->base;
 		if (job->mix)
@@ -109,7 +125,9 @@ static int run_job(struct gen_job *job)
 			job->failed++;
 		else if (ferry_cli_gen_nbytes(&spec, &nbytes) == 0)
 			job->bytes += nbytes;
+		ferry_cli_progress(&p, i + 1, job->bytes);
 	}
+	ferry_cli_progress_end(&p);
 	free(scratch);
 	return job->failed ? 1 : 0;
 }
@@ -136,25 +154,39 @@ static int parse_shape(const char *text, struct ferry_cli_gen_spec *spec)
 	return 0;
 }
 
-/* Creates dir unless it exists. Returns 0 or 1 (after printing why). */
-static int make_dir(const char *dir)
+static void report(const struct gen_job *job)
 {
-	if (mkdir(dir, 0755) == 0 || errno == EEXIST)
-		return 0;
-	fprintf(stderr, "ferry: %s: cannot create the directory: %s\n", dir, strerror(errno));
-	return 1;
-}
+	char size[32], time[32];
 
-static void report(const struct gen_job *job, double seconds)
-{
-	printf("gen: wrote %u files to %s: ", job->files, job->dir);
+	printf("gen: wrote %u files to %s: ", job->files - job->failed, job->dir);
 	if (job->mix)
 		printf("mixed dtypes, orders and ranks");
 	else
 		printf("%s, %s order, '%c'", ferry_dtype_name(job->base.dtype),
 		       job->base.fortran_order ? "Fortran" : "C", job->base.byteorder);
-	printf("; %" PRIu64 " payload bytes, seed %" PRIu64 ", %.2f s\n", job->bytes, job->seed,
-	       seconds);
+	printf("; %s of payload, seed %" PRIu64 ", in %s", ferry_cli_bytes(job->bytes, size, sizeof(size)),
+	       job->seed, ferry_cli_seconds(job->seconds, time, sizeof(time)));
+	if (job->failed)
+		printf("; %u failed", job->failed);
+	if (job->removed)
+		printf("; removed %u files of the dataset that was there", job->removed);
+	putchar('\n');
+}
+
+static void report_json(const struct gen_job *job)
+{
+	fputs("{\"dir\": ", stdout);
+	ferry_cli_json_string(stdout, job->dir);
+	printf(", \"files\": %u, \"failed\": %u, \"removed_stale\": %u, \"payload_bytes\": %" PRIu64
+	       ", \"seed\": %" PRIu64 ", ", job->files - job->failed, job->failed, job->removed,
+	       job->bytes, job->seed);
+	if (job->mix)
+		fputs("\"dtype\": \"mixed\", \"fortran_order\": null, \"byteorder\": null", stdout);
+	else
+		printf("\"dtype\": \"%s\", \"fortran_order\": %s, \"byteorder\": \"%c\"",
+		       ferry_dtype_name(job->base.dtype), job->base.fortran_order ? "true" : "false",
+		       job->base.byteorder);
+	printf(", \"seconds\": %.6f}\n", job->seconds);
 }
 
 /* Checks what the options add up to and fills in the spec they imply.
@@ -180,7 +212,8 @@ static int check_gen_job(struct gen_job *job, const char *shape, int big)
 }
 
 /* Applies one option to job (shape and big are the --shape text and
- * --big-endian). Returns -1 to go on, else an exit status. */
+ * --big-endian). Returns -1 to go on, -3 for an option getopt did not know, else
+ * an exit status. */
 static int apply_gen_option(int c, const char *arg, struct gen_job *job, const char **shape,
 			    int *big)
 {
@@ -189,7 +222,7 @@ static int apply_gen_option(int c, const char *arg, struct gen_job *job, const c
 	switch (c) {
 	case 'o': job->dir = arg; return -1;
 	case 'n':
-		if (ferry_cli_parse_uint("--files", arg, 0, 100000000, &files))
+		if (ferry_cli_parse_uint("--files", arg, 1, 100000000, &files))
 			return 2;
 		job->files = (unsigned)files;
 		return -1;
@@ -209,8 +242,11 @@ static int apply_gen_option(int c, const char *arg, struct gen_job *job, const c
 	case 'F': job->base.fortran_order = 1; return -1;
 	case 'B': *big = 1; return -1;
 	case 'm': job->mix = 1; return -1;
+	case 'f': job->force = 1; return -1;
+	case 'j': job->json = 1; return -1;
+	case 'q': job->quiet = 1; return -1;
 	case 'h': fputs(gen_help, stdout); return 0;
-	default: fputs(gen_help, stderr); return 2;
+	default: return -3; /* a bad option: the caller says which */
 	}
 }
 
@@ -227,17 +263,22 @@ static int parse_gen_options(int argc, char **argv, struct gen_job *job)
 		{ "fortran", no_argument, NULL, 'F' },
 		{ "big-endian", no_argument, NULL, 'B' },
 		{ "mix", no_argument, NULL, 'm' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *shape = NULL;
 	int c, big = 0, status;
 
-	while ((c = getopt_long(argc, argv, "o:n:s:d:S:r:FBmh", options, NULL)) != -1)
-		if ((status = apply_gen_option(c, optarg, job, &shape, &big)) >= 0)
-			return status;
-	if (!job->dir || optind < argc) {
-		fprintf(stderr, "ferry: gen: %s\n", job->dir ? "unexpected argument" : "--out DIR is required");
+	while ((c = getopt_long(argc, argv, ":o:n:s:d:S:r:FBmfjqh", options, NULL)) != -1)
+		if ((status = apply_gen_option(c, optarg, job, &shape, &big)) != -1)
+			return status == -3 ? ferry_cli_bad_option("gen", c, argv) : status;
+	if (optind < argc)
+		return ferry_cli_bad_argument("gen", argv[optind]);
+	if (!job->dir) {
+		fprintf(stderr, "ferry gen: --out DIR is required (try 'ferry gen --help')\n");
 		return 2;
 	}
 	return check_gen_job(job, shape, big);
@@ -251,10 +292,15 @@ int ferry_cli_gen(int argc, char **argv)
 	status = parse_gen_options(argc, argv, &job);
 	if (status >= 0)
 		return status;
-	if (make_dir(job.dir))
+	if (ferry_cli_gen_prepare_dir(job.dir, job.force, "--force"))
 		return 1;
 	start = ferry__now_ns();
 	status = run_job(&job);
-	report(&job, (double)(ferry__now_ns() - start) / 1e9);
+	job.removed = ferry_cli_gen_remove_stale(job.dir, job.files);
+	job.seconds = (double)(ferry__now_ns() - start) / 1e9;
+	if (job.json)
+		report_json(&job);
+	else if (!job.quiet)
+		report(&job);
 	return status;
 }

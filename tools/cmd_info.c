@@ -67,16 +67,16 @@ int ferry_cli_info(int argc, char **argv)
 	};
 	int c, json = 0, status = 0;
 
-	while ((c = getopt_long(argc, argv, "jh", options, NULL)) != -1) {
-		if (c == 'j') {
+	while ((c = getopt_long(argc, argv, ":jh", options, NULL)) != -1) {
+		if (c == 'j')
 			json = 1;
-			continue;
-		}
-		fputs(info_help, c == 'h' ? stdout : stderr);
-		return c == 'h' ? 0 : 2;
+		else if (c == 'h')
+			return fputs(info_help, stdout), 0;
+		else
+			return ferry_cli_bad_option("info", c, argv);
 	}
 	if (optind == argc) {
-		fputs(info_help, stderr);
+		fprintf(stderr, "ferry info: no FILE given (try 'ferry info --help')\n");
 		return 2;
 	}
 	for (int i = optind; i < argc; i++) {

@@ -1,5 +1,6 @@
 /* `ferry read --root DIR | --list FILE | --files PATH...`: the dataset reader. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -13,16 +14,19 @@
 #include "base/base.h"
 #include "reader/reader.h"
 
-static const char dataset_help[] =
-	"usage: ferry read --root DIR [--filter GLOB] | --list FILE | --files PATH...\n"
-	"                  [--batch N] [--shard I/N] [--shuffle --seed S] [--epochs E]\n"
-	"                  [--pad-last-batch] [--stick-to-shard] [--threads T] [--prefetch P]\n"
-	"                  [--roi-start A,B,.. --roi-end C,D,.. | --roi-shape ...] [--roi-axes ...]\n"
-	"                  [--oob error|pad|trim] [--fill V] [--on-error stop|skip]\n"
-	"                  [--no-header-cache] [--order] [--dump OUTDIR] [--verify]\n"
+const char ferry_cli_dataset_help[] =
+	"Reading a dataset:\n"
+	"  ferry read --root DIR [--filter GLOB] | --list FILE | --files PATH...\n"
+	"             [--batch N] [--shard I/N] [--shuffle --seed S] [--epochs E]\n"
+	"             [--pad-last-batch] [--stick-to-shard] [--threads T] [--prefetch P]\n"
+	"             [--roi-start A,B,.. --roi-end C,D,.. | --roi-shape ...] [--roi-axes ...]\n"
+	"             [--oob error|pad|trim] [--fill V] [--on-error stop|skip]\n"
+	"             [--no-header-cache] [--order] [--dump OUTDIR] [--verify]\n"
+	"             [--json | --quiet]\n"
 	"\n"
 	"Reads a dataset of .npy files in batches, as DALI's fn.readers.numpy does, and\n"
-	"prints one summary line: epochs, batches, samples, GB, seconds, GB/s.\n"
+	"prints a summary: epochs, batches, samples, bytes delivered and read from\n"
+	"storage, files skipped, time and rate.\n"
 	"\n"
 	"  --root DIR        dataset directory; files whose name matches --filter\n"
 	"                    (fnmatch, default *.npy), in all subdirectories\n"
@@ -42,12 +46,30 @@ static const char dataset_help[] =
 	"  --roi-axes LIST   the axes the ROI values refer to (default 0, 1, ...)\n"
 	"  --oob POLICY      out of bounds: error (default), pad, trim (trim_to_shape)\n"
 	"  --fill V          padding value (0)\n"
-	"  --on-error MODE   stop (default): a bad file ends the run; skip: leave it out\n"
-	"  --order           print EPOCH<TAB>BATCH<TAB>PATH per sample (PATH<TAB>pad for padding)\n"
+	"  --on-error MODE   stop (default): a bad file ends the run; skip: leave it out,\n"
+	"                    and name it at the end ('ferry: skipped FILE: reason')\n"
+	"  --no-header-cache parse every file's header on every read; by default a\n"
+	"                    header is parsed once and reused while the file is the same\n"
+	"                    (device, inode, size, mtime and ctime unchanged)\n"
+	"  --order           print EPOCH<TAB>BATCH<TAB>PATH per sample (PATH<TAB>pad for\n"
+	"                    padding) on stdout; the summary then goes to stderr\n"
 	"  --dump OUTDIR     write each sample's bytes to OUTDIR/e<EPOCH>_b<BATCH>_<I>.bin\n"
+	"                    (never over an existing file: that sample fails instead)\n"
 	"  --verify          compare each sample with an independent CPU read of its file\n"
+	"                    and region, byte for byte; a 'verify:' line says what matched\n"
+	"  --json            print one JSON document instead of the summary (below)\n"
+	"  --quiet           print nothing on success (errors still go to stderr)\n"
 	"\n"
-	"Fortran-order and big-endian files are read whole, even with a region.\n"
+	"Fortran-order and big-endian files are read whole, even with a region. On a\n"
+	"terminal a progress line (samples, bytes, rate, ETA) shows on stderr; never in\n"
+	"a pipe, with --json or with --quiet.\n"
+	"--json prints one object: {\"device\": \"cuda\"|\"host\", \"epochs\": N (epochs\n"
+	"delivered from), \"batches\": N, \"samples\": N, \"bytes_delivered\": N,\n"
+	"\"bytes_read\": N, \"seconds\": S, \"bytes_per_second\": R, \"verified\": N|null\n"
+	"(samples that matched; null without --verify), \"files_skipped\": N (skips\n"
+	"counted by the reader, a file once per epoch), \"skipped\": [{\"path\": P,\n"
+	"\"error\": MESSAGE}, ...]|null (null when the names cannot be told), \"error\":\n"
+	"MESSAGE|null (what ended the run early)}.\n"
 	"Errors print 'ferry: FILE: reason' on stderr; exit status 0 ok, 1 failure, 2 usage.\n";
 
 enum {
@@ -55,7 +77,7 @@ enum {
 	OPT_SEED, OPT_EPOCHS, OPT_PAD, OPT_STICK, OPT_THREADS, OPT_PREFETCH, OPT_ROI_START,
 	OPT_ROI_END, OPT_ROI_SHAPE, OPT_ROI_START_REL, OPT_ROI_END_REL, OPT_ROI_SHAPE_REL,
 	OPT_ROI_AXES, OPT_OOB, OPT_FILL, OPT_ON_ERROR, OPT_NO_CACHE, OPT_ORDER, OPT_DUMP,
-	OPT_VERIFY, OPT_HELP,
+	OPT_VERIFY, OPT_JSON, OPT_QUIET, OPT_HELP,
 };
 
 static const struct option dataset_options[] = {
@@ -86,6 +108,8 @@ static const struct option dataset_options[] = {
 	{ "order", no_argument, NULL, OPT_ORDER },
 	{ "dump", required_argument, NULL, OPT_DUMP },
 	{ "verify", no_argument, NULL, OPT_VERIFY },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -101,13 +125,13 @@ struct roi_lists {
 struct dataset_opts {
 	struct ferry_reader_config cfg;
 	struct roi_lists roi;
-	int files_mode, order, verify;
+	int files_mode, order, verify, json, quiet;
 	const char *dump;
 };
 
 static int usage_error(const char *opt, const char *arg, const char *expected)
 {
-	fprintf(stderr, "ferry: %s %s: expected %s\n", opt, *arg ? arg : "''", expected);
+	ferry_cli_fail("%s %s: expected %s", opt, *arg ? arg : "''", expected);
 	return 2;
 }
 
@@ -222,7 +246,7 @@ static int apply_roi(struct dataset_opts *o)
 		if (!roi->counts[k])
 			continue;
 		if (n && roi->counts[k] != n) {
-			fprintf(stderr, "ferry: the ROI lists must have the same length\n");
+			ferry_cli_fail("the ROI lists must have the same length");
 			return 2;
 		}
 		n = roi->counts[k];
@@ -291,6 +315,8 @@ static int parse_one(int opt, const char *arg, struct dataset_opts *o)
 	case OPT_NO_CACHE: cfg->no_header_cache = 1; return 0;
 	case OPT_ORDER: o->order = 1; return 0;
 	case OPT_VERIFY: o->verify = 1; return 0;
+	case OPT_JSON: o->json = 1; return 0;
+	case OPT_QUIET: o->quiet = 1; return 0;
 	case OPT_DUMP: o->dump = arg; return 0;
 	case OPT_BATCH:
 		return parse_unsigned("--batch", arg, 1, FERRY_BATCH_MAX, &cfg->batch_size);
@@ -316,13 +342,10 @@ static int parse_one(int opt, const char *arg, struct dataset_opts *o)
 			       ? usage_error("--fill", arg, "a number within a double's range")
 			       : 0;
 	case OPT_HELP:
-		fputs(dataset_help, stdout);
+		ferry_cli_read_help(stdout);
 		return -1;
 	default:
-		if (opt >= OPT_ROI_START && opt <= OPT_ROI_AXES)
-			return parse_roi_option(opt, arg, &o->roi);
-		fprintf(stderr, "%s", dataset_help);
-		return 2;
+		return parse_roi_option(opt, arg, &o->roi);
 	}
 }
 
@@ -336,9 +359,9 @@ static int parse_dataset_options(int argc, char **argv, struct dataset_opts *o)
 	o->cfg.shard_id = -1;
 	o->cfg.num_shards = -1;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "", dataset_options, NULL)) != -1) {
-		if (opt == '?')
-			return 2;
+	while ((opt = getopt_long(argc, argv, ":", dataset_options, NULL)) != -1) {
+		if (opt == '?' || opt == ':')
+			return ferry_cli_bad_option("read", opt, argv);
 		status = parse_one(opt, optarg, o);
 		if (status < 0)
 			return 0;
@@ -349,8 +372,8 @@ static int parse_dataset_options(int argc, char **argv, struct dataset_opts *o)
 		o->cfg.files = (const char *const *)(argv + optind);
 		o->cfg.nfiles = (size_t)(argc - optind);
 	} else if (optind < argc) {
-		fprintf(stderr, "ferry: unexpected argument '%s' (use --files for a list of files)\n",
-			argv[optind]);
+		fprintf(stderr, "ferry read: unexpected argument '%s' (files go after --files; try "
+			"'ferry read --help')\n", argv[optind]);
 		return 2;
 	}
 	if (apply_roi(o))
@@ -382,7 +405,7 @@ static int cpu_region(const struct ferry_reader_config *cfg, const char *path,
 	region = malloc(rg.count * isz + 1);
 	if (!region) {
 		free(whole);
-		return fprintf(stderr, "ferry: %s: out of memory\n", path), 1;
+		return ferry_cli_fail("%s: out of memory", path);
 	}
 	for (uint64_t e = 0; e < rg.count; e++) {
 		uint64_t src = 0;
@@ -399,37 +422,60 @@ static int cpu_region(const struct ferry_reader_config *cfg, const char *path,
 	free(whole);
 	if (rg.count * isz != s->nbytes || memcmp(rg.shape, s->shape, sizeof(int64_t) * (size_t)rg.ndim)) {
 		free(region);
-		return fprintf(stderr, "ferry: %s: verify failed: the sample's shape is not the region's\n",
-			       path), 1;
+		return ferry_cli_fail("%s: verify failed: the sample's shape is not the region's",
+			       path);
 	}
 	*out = region;
 	return 0;
 }
 
+/* Writes sample i of batch (epoch, batch) to DIR/e<EPOCH>_b<BATCH>_<I>.bin,
+ * never over an existing file. Returns 0, or 1 after printing why. */
 static int dump_sample(const char *dir, uint64_t epoch, uint64_t batch, unsigned i,
 		       const void *data, uint64_t n)
 {
 	char path[4096];
-	FILE *f;
+	int fd, failed;
 
 	snprintf(path, sizeof(path), "%s/e%" PRIu64 "_b%" PRIu64 "_%u.bin", dir, epoch, batch, i);
-	f = fopen(path, "wb");
-	if (!f || (n && fwrite(data, 1, (size_t)n, f) != n) || fclose(f) != 0) {
-		fprintf(stderr, "ferry: %s: %s\n", path, strerror(errno));
-		return 1;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	failed = fd < 0;
+	if (!failed) {
+		failed = n && write(fd, data, (size_t)n) != (ssize_t)n;
+		failed |= close(fd) != 0;
 	}
+	if (failed)
+		return ferry_cli_fail("%s: %s%s", path, strerror(errno),
+				      errno == EEXIST ? " (--dump never overwrites a file)" : "");
 	return 0;
 }
 
-static int check_sample(ferry_ctx *ctx, const struct dataset_opts *o, uint64_t epoch,
-			uint64_t batch, unsigned i, const struct ferry_sample *s)
+/* ---- the run ---- */
+
+struct dataset_run {
+	const struct dataset_opts *o;
+	ferry_ctx *ctx;
+	struct ferry_cli_skips *skips; /* under --on-error skip, else NULL */
+	struct ferry_cli_progress p;
+	struct ferry_reader_stats st;
+	uint64_t samples, bytes, verified, epochs;
+	uint64_t start_ns, ns;
+	char *error;                   /* what ended the run early (malloc'ed) */
+	const char **skipped;          /* the files skipped, when known */
+	size_t nskipped;
+};
+
+/* Copies sample i back, then dumps and/or verifies it. Returns 0 or 1. */
+static int check_sample(struct dataset_run *d, uint64_t epoch, uint64_t batch, unsigned i,
+			const struct ferry_sample *s)
 {
+	const struct dataset_opts *o = d->o;
 	unsigned char *host = malloc(s->nbytes + 1), *want = NULL;
 	int status = 0, rc;
 
 	if (!host)
-		return fprintf(stderr, "ferry: %s: out of memory\n", s->path), 1;
-	rc = s->nbytes ? ferry_copy_to_host(ctx, host, s->data, s->nbytes) : 0;
+		return ferry_cli_fail("%s: out of memory", s->path);
+	rc = s->nbytes ? ferry_copy_to_host(d->ctx, host, s->data, s->nbytes) : 0;
 	if (rc < 0)
 		status = ferry_cli_error(s->path, rc);
 	if (!status && o->dump)
@@ -438,89 +484,181 @@ static int check_sample(ferry_ctx *ctx, const struct dataset_opts *o, uint64_t e
 		status = cpu_region(&o->cfg, s->path, s, &want);
 		if (!status)
 			status = ferry_cli_compare(s->path, host, want, s->nbytes);
+		d->verified += !status;
 	}
 	free(want);
 	free(host);
 	return status;
 }
 
-/* ---- the run ---- */
-
-struct progress {
-	uint64_t start_ns, last_ns, samples, bytes, total;
-	int tty;
-};
-
-static void show_progress(struct progress *p, int final)
+static int run_batch(struct dataset_run *d, ferry_batch *b)
 {
-	uint64_t now = ferry__now_ns();
-	double secs, rate;
-
-	if (!p->tty || (!final && now - p->last_ns < 500000000ull))
-		return;
-	p->last_ns = now;
-	secs = (double)(now - p->start_ns) / 1e9;
-	rate = secs > 0 ? (double)p->bytes / secs : 0;
-	fprintf(stderr, "\r%" PRIu64 " samples, %.2f GB, %.2f GB/s", p->samples, p->bytes / 1e9,
-		rate / 1e9);
-	if (p->total && p->samples && p->samples < p->total)
-		fprintf(stderr, ", ETA %.0f s",
-			secs * (double)(p->total - p->samples) / (double)p->samples);
-	fprintf(stderr, final ? "\n" : "   ");
-}
-
-static int run_batch(ferry_ctx *ctx, const struct dataset_opts *o, ferry_batch *b,
-		     struct progress *p)
-{
+	const struct dataset_opts *o = d->o;
 	uint64_t epoch, index;
 	struct ferry_sample s;
 	int status = 0;
 
 	ferry_batch_position(b, &epoch, &index);
+	if (epoch + 1 > d->epochs)
+		d->epochs = epoch + 1;
 	for (unsigned i = 0; i < ferry_batch_size(b) && !status; i++) {
 		ferry_batch_sample(b, i, &s);
 		if (o->order)
 			printf("%" PRIu64 "\t%" PRIu64 "\t%s%s\n", epoch, index, s.path,
 			       s.is_padding ? "\tpad" : "");
 		if (o->dump || o->verify)
-			status = check_sample(ctx, o, epoch, index, i, &s);
+			status = check_sample(d, epoch, index, i, &s);
 		if (!s.is_padding) {
-			p->samples++;
-			p->bytes += s.nbytes;
+			d->samples++;
+			d->bytes += s.nbytes;
+			ferry_cli_skips_sample(d->skips, epoch, s.path);
 		}
 	}
 	return status;
 }
 
-static int read_dataset(ferry_ctx *ctx, const struct dataset_opts *o)
+/* Reads batches until the epochs end or one fails. Returns 0 or 1. */
+static int read_batches(struct dataset_run *d, ferry_reader *r)
 {
-	struct progress p = { .start_ns = ferry__now_ns(), .tty = isatty(2) };
-	struct ferry_reader_stats st;
 	struct ferry_epoch_info info;
-	ferry_reader *r;
 	ferry_batch *b;
 	int status = 0, rc;
 
-	rc = ferry_reader_open(ctx, &o->cfg, &r);
+	ferry_reader_epoch_info(r, &info);
+	ferry_cli_progress_start(&d->p, "read", "samples", info.real_samples * d->o->cfg.epochs, 0,
+				 !d->o->json && !d->o->quiet);
+	while (!status && (rc = ferry_reader_next(r, &b)) == 0) {
+		status = run_batch(d, b);
+		ferry_batch_release(b);
+		ferry_cli_progress(&d->p, d->samples, d->bytes);
+	}
+	ferry_cli_progress_end(&d->p);
+	if (!status && rc == -FERRY_EEND)
+		ferry_cli_skips_epoch_done(d->skips);
+	else if (!status)
+		status = ferry_cli_error(NULL, rc);
+	if (status)
+		d->error = strdup(ferry_cli_last_message());
+	return status;
+}
+
+/* Why path was skipped, as far as the tool can tell now: its header's or its
+ * region's fault, else that the reader's reason was not kept. */
+static void skip_reason(const struct dataset_opts *o, const char *path, char *buf, size_t len)
+{
+	struct ferry_array_info info;
+	struct ferry__roi_spec spec;
+	struct ferry__region rg;
+	size_t n = strlen(path);
+	const char *msg;
+
+	ferry__clear_error();
+	if (ferry_info(path, &info) < 0 ||
+	    (ferry__roi_spec_from_config(&o->cfg, &spec) == 0 &&
+	     ferry__roi_resolve(&spec, info.ndim, info.shape, path, &rg) < 0)) {
+		msg = ferry_last_error();
+		if (!strncmp(msg, path, n) && msg[n] == ':' && msg[n + 1] == ' ')
+			msg += n + 2; /* the path is named already */
+		snprintf(buf, len, "%s", msg);
+	} else {
+		snprintf(buf, len, "the reader's error was not kept, and its header and region "
+			 "are fine now");
+	}
+	ferry__clear_error();
+}
+
+/* Names each skipped file on stderr, and in json (a JSON list, or null when
+ * the names are unknown) when json is not NULL. */
+static void report_skips(const struct dataset_run *d, FILE *json)
+{
+	int known = !d->st.files_skipped || d->nskipped;
+	char why[1024];
+
+	if (!known && d->st.files_skipped)
+		fprintf(stderr, "ferry: %" PRIu64 " files skipped (the tool cannot tell which)\n",
+			d->st.files_skipped);
+	if (json)
+		fputs(known ? "[" : "null", json);
+	for (size_t i = 0; i < d->nskipped; i++) {
+		skip_reason(d->o, d->skipped[i], why, sizeof(why));
+		fprintf(stderr, "ferry: skipped %s: %s\n", d->skipped[i], why);
+		if (!json)
+			continue;
+		fputs(i ? ", {\"path\": " : "{\"path\": ", json);
+		ferry_cli_json_string(json, d->skipped[i]);
+		fputs(", \"error\": ", json);
+		ferry_cli_json_string(json, why);
+		putc('}', json);
+	}
+	if (json && known)
+		putc(']', json);
+}
+
+static void print_summary(const struct dataset_run *d)
+{
+	FILE *out = d->o->order ? stderr : stdout;
+	double secs = (double)d->ns / 1e9;
+	char got[32], read[32], time[32], rate[32];
+
+	fprintf(out, "read: %" PRIu64 " epoch%s, %" PRIu64 " batches, %" PRIu64 " samples, %s "
+		"delivered, %s read, %" PRIu64 " files skipped, in %s (%s, %s device)\n",
+		d->epochs, d->epochs == 1 ? "" : "s", d->st.batches, d->st.samples,
+		ferry_cli_bytes(d->st.bytes_delivered, got, sizeof(got)),
+		ferry_cli_bytes(d->st.bytes_read, read, sizeof(read)), d->st.files_skipped,
+		ferry_cli_seconds(secs, time, sizeof(time)),
+		ferry_cli_rate(d->st.bytes_delivered, secs, rate, sizeof(rate)),
+		ferry_ctx_device_kind(d->ctx));
+	if (d->o->verify)
+		fprintf(out, "verify: %" PRIu64 " samples match an independent CPU read of their "
+			"file and region, byte for byte (stdio and the tool's own loops)\n",
+			d->verified);
+}
+
+static void print_json(const struct dataset_run *d)
+{
+	double secs = (double)d->ns / 1e9;
+
+	printf("{\"device\": \"%s\", \"epochs\": %" PRIu64 ", \"batches\": %" PRIu64
+	       ", \"samples\": %" PRIu64 ", \"bytes_delivered\": %" PRIu64 ", \"bytes_read\": %" PRIu64
+	       ", \"seconds\": %.6f, \"bytes_per_second\": %.0f, \"verified\": ",
+	       ferry_ctx_device_kind(d->ctx), d->epochs, d->st.batches, d->st.samples,
+	       d->st.bytes_delivered, d->st.bytes_read, secs,
+	       secs > 0 ? (double)d->st.bytes_delivered / secs : 0.0);
+	if (d->o->verify)
+		printf("%" PRIu64, d->verified);
+	else
+		fputs("null", stdout);
+	printf(", \"files_skipped\": %" PRIu64 ", \"skipped\": ", d->st.files_skipped);
+	report_skips(d, stdout);
+	fputs(", \"error\": ", stdout);
+	if (d->error)
+		ferry_cli_json_string(stdout, d->error);
+	else
+		fputs("null", stdout);
+	fputs("}\n", stdout);
+}
+
+static int read_dataset(struct dataset_run *d)
+{
+	ferry_reader *r;
+	int status, rc;
+
+	d->start_ns = ferry__now_ns();
+	rc = ferry_reader_open(d->ctx, &d->o->cfg, &r);
 	if (rc < 0)
 		return ferry_cli_error("reader", rc);
-	ferry_reader_epoch_info(r, &info);
-	p.total = info.real_samples * o->cfg.epochs;
-	while (!status && (rc = ferry_reader_next(r, &b)) == 0) {
-		status = run_batch(ctx, o, b, &p);
-		ferry_batch_release(b);
-		show_progress(&p, 0);
-	}
-	if (!status && rc != -FERRY_EEND)
-		status = ferry_cli_error(NULL, rc);
-	show_progress(&p, 1);
-	ferry_reader_stats(r, &st);
-	double secs = (double)(ferry__now_ns() - p.start_ns) / 1e9;
-	fprintf(o->order ? stderr : stdout,
-		"%" PRIu64 " batches, %" PRIu64 " samples, %.3f GB delivered, %.3f GB read, %" PRIu64
-		" skipped, %.3f s, %.2f GB/s\n",
-		st.batches, st.samples, st.bytes_delivered / 1e9, st.bytes_read / 1e9,
-		st.files_skipped, secs, secs > 0 ? st.bytes_delivered / 1e9 / secs : 0.0);
+	if (d->o->cfg.on_error == FERRY_ON_ERROR_SKIP && ferry_cli_skips_open(&d->o->cfg, &d->skips))
+		ferry__clear_error(); /* the names stay unknown; the count is still reported */
+	status = read_batches(d, r);
+	d->ns = ferry__now_ns() - d->start_ns;
+	ferry_reader_stats(r, &d->st);
+	d->nskipped = ferry_cli_skips_finish(d->skips, d->st.files_skipped, &d->skipped);
+	if (d->o->json)
+		print_json(d);
+	else
+		report_skips(d, NULL);
+	if (!d->o->json && !d->o->quiet)
+		print_summary(d);
 	rc = ferry_reader_close(r);
 	if (rc < 0 && !status)
 		status = ferry_cli_error("closing the reader", rc);
@@ -529,18 +667,16 @@ static int read_dataset(ferry_ctx *ctx, const struct dataset_opts *o)
 
 static int make_dump_dir(const char *dir)
 {
-	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
-		fprintf(stderr, "ferry: %s: %s\n", dir, strerror(errno));
-		return 1;
-	}
+	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+		return ferry_cli_fail("%s: %s", dir, strerror(errno));
 	return 0;
 }
 
 int ferry_cli_read_dataset(int argc, char **argv)
 {
 	struct dataset_opts o;
+	struct dataset_run d = { .o = &o };
 	struct ferry_ctx_options copt = { .gpu = -1, .direct = -1 };
-	ferry_ctx *ctx;
 	int status = parse_dataset_options(argc, argv, &o), rc;
 
 	if (status >= 0)
@@ -549,12 +685,14 @@ int ferry_cli_read_dataset(int argc, char **argv)
 		return 1;
 	copt.threads = o.cfg.threads;
 	ferry__clear_error();
-	rc = ferry_ctx_create(&ctx, &copt);
+	rc = ferry_ctx_create(&d.ctx, &copt);
 	if (rc < 0)
 		return ferry_cli_error("cannot open a context", rc);
-	status = read_dataset(ctx, &o);
+	status = read_dataset(&d);
+	ferry_cli_skips_close(d.skips);
+	free(d.error);
 	ferry__clear_error();
-	rc = ferry_ctx_destroy(ctx);
+	rc = ferry_ctx_destroy(d.ctx);
 	if (rc < 0 && !status)
 		status = ferry_cli_error("closing the context", rc);
 	return status;

@@ -17,11 +17,11 @@
 static int read_exact(FILE *f, const char *path, uint64_t offset, void *buf, size_t len)
 {
 	if (fseeko(f, (off_t)offset, SEEK_SET) != 0) {
-		fprintf(stderr, "ferry: %s: cannot seek: %s\n", path, strerror(errno));
+		ferry_cli_fail("%s: cannot seek: %s", path, strerror(errno));
 		return 1;
 	}
 	if (len && fread(buf, 1, len, f) != len) {
-		fprintf(stderr, "ferry: %s: %s\n", path,
+		ferry_cli_fail("%s: %s", path,
 			ferror(f) ? strerror(errno) : "file ends early");
 		return 1;
 	}
@@ -39,18 +39,18 @@ static int cpu_read_header(FILE *f, const char *path, struct ferry__npy_header *
 	int rc;
 
 	if (total < 0 || fstat(fileno(f), &st) != 0) {
-		fprintf(stderr, "ferry: %s: %s\n", path, total < 0 ? why : strerror(errno));
+		ferry_cli_fail("%s: %s", path, total < 0 ? why : strerror(errno));
 		return 1;
 	}
 	if ((uint64_t)total > (uint64_t)st.st_size) {
-		fprintf(stderr, "ferry: %s: header of %" PRId64 " bytes is past the end of the file\n",
+		ferry_cli_fail("%s: header of %" PRId64 " bytes is past the end of the file",
 			path, total);
 		return 1;
 	}
 	bytes = malloc((size_t)total);
 	if (!bytes || read_exact(f, path, 0, bytes, (size_t)total)) {
 		if (!bytes)
-			fprintf(stderr, "ferry: %s: out of memory\n", path);
+			ferry_cli_fail("%s: out of memory", path);
 		free(bytes);
 		return 1;
 	}
@@ -59,7 +59,7 @@ static int cpu_read_header(FILE *f, const char *path, struct ferry__npy_header *
 	if (rc == 0)
 		rc = ferry__npy_check_size(h, (uint64_t)st.st_size, why, sizeof(why));
 	if (rc < 0) {
-		fprintf(stderr, "ferry: %s: %s\n", path, why);
+		ferry_cli_fail("%s: %s", path, why);
 		return 1;
 	}
 	return 0;
@@ -111,14 +111,14 @@ int ferry_cli_cpu_load(const char *path, void **out, uint64_t *nbytes)
 	int status = 1;
 
 	if (!f) {
-		fprintf(stderr, "ferry: %s: %s\n", path, strerror(errno));
+		ferry_cli_fail("%s: %s", path, strerror(errno));
 		return 1;
 	}
 	if (cpu_read_header(f, path, &h))
 		goto out;
 	data = malloc(h.data_size ? (size_t)h.data_size : 1);
 	if (!data) {
-		fprintf(stderr, "ferry: %s: out of memory\n", path);
+		ferry_cli_fail("%s: out of memory", path);
 		goto out;
 	}
 	if (read_exact(f, path, h.data_offset, data, (size_t)h.data_size))
@@ -128,7 +128,7 @@ int ferry_cli_cpu_load(const char *path, void **out, uint64_t *nbytes)
 	if (h.fortran_order && h.ndim > 1 && h.count) {
 		c_order = malloc((size_t)h.data_size);
 		if (!c_order) {
-			fprintf(stderr, "ferry: %s: out of memory\n", path);
+			ferry_cli_fail("%s: out of memory", path);
 			goto out;
 		}
 		fortran_to_c(c_order, data, &h);
@@ -153,9 +153,9 @@ int ferry_cli_compare(const char *path, const void *got, const void *want, uint6
 		return 0;
 	for (uint64_t i = 0; i < n; i++)
 		if (g[i] != w[i]) {
-			fprintf(stderr,
-				"ferry: %s: verify failed: first mismatch at byte %" PRIu64 " of %" PRIu64
-				" (device 0x%02x, file 0x%02x)\n",
+			ferry_cli_fail(
+				"%s: verify failed: first mismatch at byte %" PRIu64 " of %" PRIu64
+				" (device 0x%02x, file 0x%02x)",
 				path, i, n, g[i], w[i]);
 			break;
 		}

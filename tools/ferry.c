@@ -1,5 +1,6 @@
 /* ferry — the command-line tool. Each command lives in its own file
  * (tools/cmd_<name>.c, the bench in tools/bench/); this one dispatches. */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,7 +25,9 @@ static void usage(FILE *out)
 {
 	size_t n;
 	const struct ferry__setting_info *t = ferry__settings_table(&n);
-	fprintf(out, "usage: ferry [--version] [--help] COMMAND [ARGS]\n\ncommands:\n");
+	fprintf(out, "usage: ferry [--version] [--help] COMMAND [ARGS]\n\n"
+		"--version prints 'ferry VERSION' and nothing else ('ferry env' describes the\n"
+		"device and settings).\n\ncommands:\n");
 	for (size_t i = 0; i < FERRY__ARRAY_LEN(commands); i++)
 		fprintf(out, "  %-6s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\n'ferry COMMAND --help' describes a command.\n\nenvironment:\n");
@@ -35,6 +38,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+	opterr = 0; /* each command prints one line about a bad option itself */
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
@@ -43,12 +47,13 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "--version"))
-		return ferry_cli_version();
+	if (!strcmp(argv[1], "--version")) {
+		printf("ferry %s\n", ferry_version());
+		return 0;
+	}
 	for (size_t i = 0; i < FERRY__ARRAY_LEN(commands); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "ferry: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	fprintf(stderr, "ferry: unknown command '%s' (try 'ferry --help')\n", argv[1]);
 	return 2;
 }

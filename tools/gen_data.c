@@ -1,5 +1,6 @@
 /* The `ferry gen` dataset: the payload formula every byte of which can be
  * recomputed (for --verify and the bench), and writing one file of it. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -170,4 +171,56 @@ int ferry_cli_gen_file(const char *path, const struct ferry_cli_gen_spec *spec, 
 		return 1;
 	}
 	return 0;
+}
+
+/* ---- the dataset's directory ---- */
+
+/* Returns the index of a name "sample_NNNNNN.npy" (six digits or more), or -1. */
+static long sample_index(const char *name)
+{
+	size_t digits = 0;
+	long v = 0;
+
+	if (strncmp(name, "sample_", 7))
+		return -1;
+	for (name += 7; *name >= '0' && *name <= '9' && digits < 12; name++, digits++)
+		v = v * 10 + (*name - '0');
+	return digits >= 6 && !strcmp(name, ".npy") ? v : -1;
+}
+
+int ferry_cli_gen_prepare_dir(const char *dir, int force, const char *force_option)
+{
+	char other[256] = "";
+	struct dirent *e;
+	DIR *d;
+
+	if (mkdir(dir, 0755) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return ferry_cli_fail("%s: cannot create the directory: %s", dir, strerror(errno));
+	if (!(d = opendir(dir)))
+		return ferry_cli_fail("%s: %s", dir, strerror(errno));
+	while (!*other && (e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && sample_index(e->d_name) < 0)
+			snprintf(other, sizeof(other), "%s", e->d_name);
+	closedir(d);
+	if (!*other || force)
+		return 0;
+	return ferry_cli_fail("%s: not empty, and '%s' is not a file ferry gen writes: refusing "
+			      "to mix datasets (empty it or choose another directory%s%s)", dir, other,
+			      force_option ? ", or add " : "", force_option ? force_option : "");
+}
+
+unsigned ferry_cli_gen_remove_stale(const char *dir, unsigned files)
+{
+	unsigned removed = 0;
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	while (d && (e = readdir(d)) != NULL)
+		if (sample_index(e->d_name) >= (long)files && unlinkat(dirfd(d), e->d_name, 0) == 0)
+			removed++;
+	if (d)
+		closedir(d);
+	return removed;
 }

@@ -191,7 +191,14 @@ void ferry_bench_print_json(const struct ferry_bench_report *r,
 void ferry_bench_print_table(const struct ferry_bench_report *r,
 			     const struct ferry_bench_options *opt,
 			     const struct ferry_bench_dataset *ds);
-/* "\r<text>" on stderr when it is a terminal (NULL: clears the line). */
+/* The progress line: "\rbench: <text>" on stderr when it is a terminal and
+ * not disabled (NULL: clears the line); the text labels the run in hand. */
 void ferry_bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Adds the run's files, bytes, rate and ETA (seconds) to the label's line. */
+void ferry_bench_progress_run(uint64_t files, uint64_t bytes, double elapsed, double eta);
+/* No progress line at all (--json). */
+void ferry_bench_progress_disable(void);
+/* Returns 1 when the progress line shows. */
+int ferry_bench_progress_wanted(void);
 
 #endif

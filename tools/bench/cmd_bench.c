@@ -83,8 +83,9 @@ static const char bench_help[] =
 	"device, ceilings {pinned_h2d_gbps, storage_direct_gbps, page_cache_gbps} and\n"
 	"runs [{tool, backend, workload, cache, cold_method, threads, chunk, gbps,\n"
 	"files_per_s, cpu_s_per_gb, ratio_to_ceiling, available, note, ...}]. ratio is to\n"
-	"pinned_h2d for warm runs, to storage_direct for cold ones. A progress line goes\n"
-	"to stderr when it is a terminal. Nothing here checks the loaded bytes (ferry read\n"
+	"pinned_h2d for warm runs, to storage_direct for cold ones. On a terminal a\n"
+	"progress line (the run in hand: files, bytes, rate, ETA) shows on stderr; never\n"
+	"in a pipe or with --json. Nothing here checks the loaded bytes (ferry read\n"
 	"--verify does).\n"
 	"Exit status: 0 when the bench ran (runs may be unavailable), 1 on an error, 2 on\n"
 	"bad usage.\n";
@@ -186,7 +187,7 @@ static int check(int failed, const char *option, const char *value, const char *
 }
 
 /* Applies one option. Returns -1 to go on, else an exit status. */
-static int apply_option(int c, const char *arg, struct ferry_bench_options *opt)
+static int apply_option(int c, const char *arg, char **argv, struct ferry_bench_options *opt)
 {
 	switch (c) {
 	case 'j': opt->json = 1; return -1;
@@ -229,7 +230,7 @@ static int apply_option(int c, const char *arg, struct ferry_bench_options *opt)
 		return check(parse_seconds(arg, &opt->budget_seconds), "--budget-seconds", arg,
 			     "seconds");
 	case 'h': fputs(bench_help, stdout); return 0;
-	default: fputs(bench_help, stderr); return 2;
+	default: return ferry_cli_bad_option("bench", c, argv);
 	}
 }
 
@@ -264,15 +265,15 @@ static int parse_bench_options(int argc, char **argv, struct ferry_bench_options
 		.seconds_limit = 5, .min_seconds = 1,
 	};
 	optind = 0; /* reset getopt for a subcommand */
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1)
-		if ((status = apply_option(c, optarg, opt)) >= 0)
+	while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1)
+		if ((status = apply_option(c, optarg, argv, opt)) >= 0)
 			return status;
-	if (optind < argc) {
-		fprintf(stderr, "ferry: bench: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
+	if (optind < argc)
+		return ferry_cli_bad_argument("bench", argv[optind]);
 	if (opt->seconds_limit <= 0)
 		opt->seconds_limit = 1e6;
+	if (opt->json)
+		ferry_bench_progress_disable();
 	return -1;
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
@@ -42,12 +43,28 @@ static void gate_arrive_and_wait(struct gate *g)
 	pthread_mutex_unlock(&g->lock);
 }
 
-/* Waits until n workers have arrived, then lets them through. */
-static void gate_open_after(struct gate *g, unsigned n)
+/* Waits until n workers have arrived, then lets them through; meanwhile
+ * calls tick(arg), when not NULL, about four times a second (unlocked). */
+static void gate_open_after(struct gate *g, unsigned n, void (*tick)(void *), void *arg)
 {
+	struct timespec ts;
+
 	pthread_mutex_lock(&g->lock);
-	while (g->arrived < n)
-		pthread_cond_wait(&g->changed, &g->lock);
+	while (g->arrived < n) {
+		if (!tick) {
+			pthread_cond_wait(&g->changed, &g->lock);
+			continue;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 250000000;
+		ts.tv_sec += ts.tv_nsec / 1000000000;
+		ts.tv_nsec %= 1000000000;
+		if (pthread_cond_timedwait(&g->changed, &g->lock, &ts) == ETIMEDOUT) {
+			pthread_mutex_unlock(&g->lock);
+			tick(arg);
+			pthread_mutex_lock(&g->lock);
+		}
+	}
 	g->open = 1;
 	pthread_cond_broadcast(&g->changed);
 	pthread_mutex_unlock(&g->lock);
@@ -62,6 +79,7 @@ struct drive {
 	atomic_uint next;        /* next load; file = next % count */
 	atomic_uint_fast64_t bytes, files;
 	atomic_int error;
+	uint64_t t0;             /* when the timed part began */
 	pthread_mutex_t lock;    /* guards message */
 	char message[256];
 };
@@ -147,6 +165,23 @@ static void *drive_thread(void *arg)
 	return NULL;
 }
 
+/* The progress line of a run in hand: files, bytes, rate and when it ends
+ * (every file loaded and min_seconds passed, or seconds_limit). */
+static void drive_tick(void *arg)
+{
+	struct drive *d = arg;
+	uint64_t files = atomic_load(&d->files), bytes = atomic_load(&d->bytes);
+	double elapsed = (double)(ferry__now_ns() - d->t0) / 1e9, eta = 0;
+
+	if (files && files < d->ds->count)
+		eta = elapsed * (double)(d->ds->count - files) / (double)files;
+	if (eta < d->lim->min_seconds - elapsed)
+		eta = d->lim->min_seconds - elapsed;
+	if (eta > d->lim->seconds_limit - elapsed)
+		eta = d->lim->seconds_limit - elapsed;
+	ferry_bench_progress_run(files, bytes, elapsed, eta > 0 ? eta : 0);
+}
+
 /* Starts threads workers; returns how many started. */
 static unsigned start_workers(struct drive *d, pthread_t *th, unsigned threads)
 {
@@ -180,11 +215,11 @@ void ferry_bench_drive(const struct ferry_bench_dataset *ds, const struct ferry_
 	started = start_workers(&d, th, threads);
 	if (started < threads)
 		drive_fail(&d, -EAGAIN, "starting threads");
-	gate_open_after(&d.start, started);
-	uint64_t t0 = ferry__now_ns();
+	gate_open_after(&d.start, started, NULL, NULL);
+	d.t0 = ferry__now_ns();
 	double cpu0 = ferry_bench_cpu_seconds();
-	gate_open_after(&d.end, started);
-	out->seconds = (double)(ferry__now_ns() - t0) / 1e9;
+	gate_open_after(&d.end, started, ferry_bench_progress_wanted() ? drive_tick : NULL, &d);
+	out->seconds = (double)(ferry__now_ns() - d.t0) / 1e9;
 	out->cpu_seconds = ferry_bench_cpu_seconds() - cpu0;
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(th[i], NULL);

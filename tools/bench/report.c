@@ -192,23 +192,50 @@ void ferry_bench_print_table(const struct ferry_bench_report *r,
 
 /* ---- progress ---- */
 
+static int progress_off;      /* --json */
+static int progress_shown;
+static char progress_label[256];
+
+void ferry_bench_progress_disable(void)
+{
+	progress_off = 1;
+}
+
+int ferry_bench_progress_wanted(void)
+{
+	return !progress_off && isatty(STDERR_FILENO);
+}
+
 void ferry_bench_progress(const char *fmt, ...)
 {
-	static int shown;
 	va_list ap;
 
-	if (!isatty(STDERR_FILENO))
+	if (!ferry_bench_progress_wanted())
 		return;
 	if (!fmt) {
-		if (shown)
+		if (progress_shown)
 			fputs("\r\033[K", stderr);
-		shown = 0;
+		progress_shown = 0;
 		return;
 	}
-	fputs("\r\033[Kbench: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(progress_label, sizeof(progress_label), fmt, ap);
 	va_end(ap);
+	fprintf(stderr, "\r\033[Kbench: %s", progress_label);
 	fflush(stderr);
-	shown = 1;
+	progress_shown = 1;
+}
+
+void ferry_bench_progress_run(uint64_t files, uint64_t bytes, double elapsed, double eta)
+{
+	char size[32], rate[32], left[32];
+
+	if (!ferry_bench_progress_wanted())
+		return;
+	fprintf(stderr, "\r\033[Kbench: %s: %" PRIu64 " files, %s, %s, ETA %s", progress_label,
+		files, ferry_cli_bytes(bytes, size, sizeof(size)),
+		ferry_cli_rate(bytes, elapsed, rate, sizeof(rate)),
+		ferry_cli_seconds(eta, left, sizeof(left)));
+	fflush(stderr);
+	progress_shown = 1;
 }
