@@ -103,7 +103,7 @@ $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/common/helpers.h $(BUILD)/libfe
 
 # Fault sweeps and files changed mid-load: libferry.a's host allocations and
 # preads go through tests/common/faultalloc.c and faultio.c.
-FAULT_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=posix_memalign,--wrap=pread
+FAULT_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=posix_memalign,--wrap=pread,--wrap=preadv
 WRAPPED_TESTS := $(filter $(BUILD)/tests/test_fault_% $(BUILD)/tests/test_change_% \
 	$(BUILD)/tests/test_reader_next_timeout,$(TEST_BINS))
 $(WRAPPED_TESTS): $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/common/helpers.h $(BUILD)/libferry.a | $(BUILD)/tests

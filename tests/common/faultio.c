@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -21,6 +22,8 @@
 
 ssize_t __real_pread(int fd, void *buf, size_t len, off_t offset) __attribute__((weak));
 ssize_t __wrap_pread(int fd, void *buf, size_t len, off_t offset);
+ssize_t __real_preadv(int fd, const struct iovec *iov, int n, off_t offset) __attribute__((weak));
+ssize_t __wrap_preadv(int fd, const struct iovec *iov, int n, off_t offset);
 
 static struct {
 	pthread_mutex_t lock;
@@ -153,6 +156,40 @@ ssize_t __wrap_pread(int fd, void *buf, size_t len, off_t offset)
 		break;
 	}
 	ssize_t got = __real_pread(fd, buf, len, offset);
+	int saved = errno;
+	run_hook(fd, offset);
+	errno = saved;
+	return got;
+}
+
+/* A preadv counts as a pread of its first buffer's length: the same faults
+ * (short: only that buffer, and half of it), then the same hook. */
+ssize_t __wrap_preadv(int fd, const struct iovec *iov, int n, off_t offset)
+{
+	static const enum t_io_fault classes[] = { T_IO_SHORT_READ, T_IO_SYS_READ, T_IO_SYS_EOF };
+	int err;
+	switch (io_should_fail(classes, 3, &err)) {
+	case T_IO_SHORT_READ:
+		if (iov[0].iov_len > 1 && before_end(fd, offset)) {
+			note_fired();
+			size_t len = iov[0].iov_len / 2 < SHORT_READ_MAX ? iov[0].iov_len / 2
+									  : SHORT_READ_MAX;
+			return __wrap_pread(fd, iov[0].iov_base, len, offset);
+		}
+		break;
+	case T_IO_SYS_READ:
+		note_fired();
+		errno = -err;
+		return -1;
+	case T_IO_SYS_EOF:
+		if (!before_end(fd, offset))
+			break;
+		note_fired();
+		return 0;
+	default:
+		break;
+	}
+	ssize_t got = __real_preadv(fd, iov, n, offset);
 	int saved = errno;
 	run_hook(fd, offset);
 	errno = saved;
