@@ -5,7 +5,7 @@
 # Builds one object into a temporary build directory; needs make and cc.
 # Exit 0 pass, 1 fail, 77 skip.
 command -v make >/dev/null && command -v cc >/dev/null || { echo "skip: no make or cc"; exit 77; }
-unset MAKEFLAGS MFLAGS MAKELEVEL  # not the flags of a make test around us
+unset MAKEFLAGS MFLAGS MAKELEVEL SANITIZE  # not the flags of a make test around us
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ferry-cli-build-XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT INT TERM
 failures=0
