@@ -198,6 +198,8 @@ enum ferry_on_error {
 	FERRY_ON_ERROR_SKIP,     /* the bad file is left out of its batch and counted */
 };
 
+struct ferry_reader_state;
+
 struct ferry_reader_config {
 	/* Sources, one of: root (+ filter), file_list, files. Paths sort by strcmp
 	 * of the path relative to root. */
@@ -240,6 +242,18 @@ struct ferry_reader_config {
 	const int *roi_axes;
 	enum ferry_oob_policy out_of_bounds_policy;
 	double fill_value;       /* padding value, converted to the dtype (0) */
+
+	/* Resume where a saved state says (NULL: from the first batch). */
+	const struct ferry_reader_state *resume;
+};
+
+/* Where a reader stands: the next batch ferry_reader_next gives, and a
+ * fingerprint of what decides the order of batches (the dataset listing,
+ * batch size, shards, shuffle and seed, padding). */
+struct ferry_reader_state {
+	uint64_t epoch;          /* of the next batch */
+	uint64_t index;          /* its index in that epoch */
+	uint64_t fingerprint;
 };
 
 /* One sample of a batch. */
@@ -270,7 +284,8 @@ struct ferry_reader_stats {
 };
 
 /* Lists the dataset and starts loading. Returns 0, -FERRY_ECONFIG (bad option,
- * no files, fewer files than shards) or another negative code. */
+ * no files, fewer files than shards, a resume state of another dataset or
+ * other settings, or past its epochs) or another negative code. */
 FERRY_API int ferry_reader_open(ferry_ctx *ctx, const struct ferry_reader_config *cfg,
 				ferry_reader **out);
 /* Gives the next batch, complete on the device. Returns 0, -FERRY_EEND after
@@ -318,6 +333,11 @@ FERRY_API int ferry_batch_stream_wait(ferry_batch *b, void *cuda_stream);
 FERRY_API void ferry_batch_release(ferry_batch *b);
 /* Describes the epoch of the batch returned last. Returns 0. */
 FERRY_API int ferry_reader_epoch_info(ferry_reader *r, struct ferry_epoch_info *out);
+/* Saves the reader's position: after the batches ferry_reader_next has given
+ * (and those it dropped for errors). A reader opened on the same dataset with
+ * the same settings and config.resume pointing at it gives the same batches
+ * from there, in the same order. Returns 0. */
+FERRY_API int ferry_reader_save_state(ferry_reader *r, struct ferry_reader_state *out);
 /* Returns 0 and the reader's counters. */
 FERRY_API int ferry_reader_stats(ferry_reader *r, struct ferry_reader_stats *out);
 /* Waits for the background loads and frees the reader, its batches included

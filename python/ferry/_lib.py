@@ -185,7 +185,8 @@ class ReaderConfig(ctypes.Structure):
                 ("roi_start", c_int64_p), ("roi_end", c_int64_p), ("roi_shape", c_int64_p),
                 ("roi_start_rel", c_double_p), ("roi_end_rel", c_double_p),
                 ("roi_shape_rel", c_double_p), ("roi_axes", c_int_p),
-                ("out_of_bounds_policy", ctypes.c_int), ("fill_value", ctypes.c_double)]
+                ("out_of_bounds_policy", ctypes.c_int), ("fill_value", ctypes.c_double),
+                ("resume", ctypes.c_void_p)]
 
 
 class Sample(ctypes.Structure):
@@ -204,6 +205,11 @@ class ReaderStats(ctypes.Structure):
     _fields_ = [("samples", ctypes.c_uint64), ("bytes_delivered", ctypes.c_uint64),
                 ("bytes_read", ctypes.c_uint64), ("files_skipped", ctypes.c_uint64),
                 ("batches", ctypes.c_uint64)]
+
+
+class ReaderState(ctypes.Structure):
+    _fields_ = [("epoch", ctypes.c_uint64), ("index", ctypes.c_uint64),
+                ("fingerprint", ctypes.c_uint64)]
 
 
 class BatchShape(ctypes.Structure):
@@ -250,6 +256,7 @@ _PROTOTYPES = {
     "ferry_batch_release": (None, [_P]),
     "ferry_reader_epoch_info": (ctypes.c_int, [_P, ctypes.POINTER(EpochInfo)]),
     "ferry_reader_stats": (ctypes.c_int, [_P, ctypes.POINTER(ReaderStats)]),
+    "ferry_reader_save_state": (ctypes.c_int, [_P, ctypes.POINTER(ReaderState)]),
     "ferry_reader_close": (ctypes.c_int, [_P]),
 }
 READER_FUNCTIONS = [name for name in _PROTOTYPES if "reader" in name or "batch" in name]

@@ -230,6 +230,36 @@ int ferry_reader_epoch_info(ferry_reader *r, struct ferry_epoch_info *out)
 	return 0;
 }
 
+int ferry_reader_save_state(ferry_reader *r, struct ferry_reader_state *out)
+{
+	pthread_mutex_lock(&r->lock);
+	*out = (struct ferry_reader_state){ .epoch = r->taken_epoch, .index = r->taken_index,
+					    .fingerprint = r->fingerprint };
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
+/* FNV-1a over bytes, continuing from h. */
+static uint64_t fnv(uint64_t h, const void *bytes, size_t len)
+{
+	const unsigned char *p = bytes;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* A fingerprint of what decides which samples each batch holds. */
+static uint64_t order_fingerprint(const struct ferry_reader *r)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t v[] = { r->ds.n, r->batch_size, r->shard, r->nshards, (uint64_t)r->stick,
+			 (uint64_t)r->pad, (uint64_t)r->shuffle, r->shuffle ? r->seed : 0 };
+	h = fnv(h, v, sizeof(v));
+	for (size_t i = 0; i < r->ds.n; i++)
+		h = fnv(h, r->ds.keys[i], strlen(r->ds.keys[i]) + 1);
+	return h;
+}
+
 int ferry_reader_stats(ferry_reader *r, struct ferry_reader_stats *out)
 {
 	pthread_mutex_lock(&r->lock);
@@ -319,6 +349,9 @@ static int open_dataset(struct ferry_reader *r, const struct ferry_reader_config
 				 r->nshards);
 	if (rc == 0)
 		rc = allocate_tables(r);
+	r->fingerprint = order_fingerprint(r);
+	if (rc == 0 && cfg->resume)
+		rc = ferry__pipeline_resume(r, cfg->resume);
 	if (rc == 0)
 		rc = r->dev->ops->stream_create(r->dev, &r->side);
 	return rc == 0 ? ferry__pipeline_start(r) : rc;

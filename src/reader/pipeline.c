@@ -500,7 +500,32 @@ int ferry__pipeline_next(struct ferry_reader *r, struct ferry_batch **out,
 			return -ETIMEDOUT;
 	}
 	*out = dequeue(r);
+	r->taken_epoch = (*out)->epoch;
+	r->taken_index = (*out)->index + 1;
+	if (r->taken_index == (*out)->info.batches) {
+		r->taken_epoch++;
+		r->taken_index = 0;
+	}
 	return top_up(r);
+}
+
+int ferry__pipeline_resume(struct ferry_reader *r, const struct ferry_reader_state *st)
+{
+	if (st->fingerprint != r->fingerprint)
+		return ferry__fail(-FERRY_ECONFIG, "%s: the resume state is of another dataset "
+				   "listing or other settings (fingerprint %016llx, this reader's "
+				   "%016llx)", r->name, (unsigned long long)st->fingerprint,
+				   (unsigned long long)r->fingerprint);
+	prepare_order(r, st->epoch);
+	uint64_t batches = batches_of(r, r->order_n);
+	if (st->index >= batches || (r->epochs && st->epoch >= r->epochs))
+		return ferry__fail(-FERRY_ECONFIG, "%s: the resume state's batch %llu of epoch %llu "
+				   "does not exist (%llu batches an epoch, %llu epochs)", r->name,
+				   (unsigned long long)st->index, (unsigned long long)st->epoch,
+				   (unsigned long long)batches, (unsigned long long)r->epochs);
+	r->next_epoch = r->taken_epoch = st->epoch;
+	r->next_index = r->taken_index = st->index;
+	return 0;
 }
 
 void ferry__pipeline_release(struct ferry_batch *b)

@@ -221,6 +221,8 @@ struct ferry_reader {
 
 	struct ferry_epoch_info info;
 	struct ferry_reader_stats stats;
+	uint64_t fingerprint;        /* of what decides the order (ferry_reader_state) */
+	uint64_t taken_epoch, taken_index; /* the position after the last batch taken */
 	/* The epoch callers are taking batches of, and how many samples it gave. */
 	uint64_t consume_epoch, consume_delivered;
 	int consume_started;
@@ -289,6 +291,8 @@ int ferry__pipeline_next(struct ferry_reader *r, struct ferry_batch **out,
 void ferry__pipeline_release(struct ferry_batch *b);
 /* The epoch before any batch was taken: its sizes (lock held). */
 struct ferry_epoch_info ferry__pipeline_first_epoch(struct ferry_reader *r);
+/* Starts scheduling at a saved position. Returns 0 or -FERRY_ECONFIG. */
+int ferry__pipeline_resume(struct ferry_reader *r, const struct ferry_reader_state *st);
 /* Frees every batch object (the pipeline is stopped). */
 void ferry__pipeline_free(struct ferry_reader *r);
 

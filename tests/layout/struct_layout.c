@@ -60,13 +60,15 @@ int main(void)
 	       F(threads) F(prefetch_depth) F(no_header_cache) F(on_error)
 	       F(roi_nvals) F(roi_start) F(roi_end) F(roi_shape)
 	       F(roi_start_rel) F(roi_end_rel) F(roi_shape_rel) F(roi_axes)
-	       F(out_of_bounds_policy) F(fill_value))
+	       F(out_of_bounds_policy) F(fill_value) F(resume))
 	STRUCT(ferry_sample,
 	       F(data) F(dtype) F(ndim) F(shape) F(nbytes) F(path) F(is_padding))
 	STRUCT(ferry_epoch_info,
 	       F(epoch) F(samples) F(real_samples) F(batches) F(shard_id))
 	STRUCT(ferry_reader_stats,
 	       F(samples) F(bytes_delivered) F(bytes_read) F(files_skipped) F(batches))
+	STRUCT(ferry_reader_state,
+	       F(epoch) F(index) F(fingerprint))
 	STRUCT(ferry_batch_shape,
 	       F(dtype) F(ndim) F(shape) F(nbytes))
 	printf("\n]}\n");
