@@ -1,5 +1,5 @@
 /*
- * staging_race_seed: the interleaving that broke another loader (DESIGN.md),
+ * staging_race_seed: the interleaving that broke another loader (docs/design.md),
  * replayed deterministically with schedule points and stream gates.
  *
  * Pool of 64 buffers of 2 MiB, launch_after 32. All 64 are filled with reads

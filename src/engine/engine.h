@@ -1,6 +1,6 @@
 /*
  * The staging engine: a pool of chunk buffers, leases, batches of copies, and
- * reclamation that keeps the invariant of DESIGN.md:
+ * reclamation that keeps the invariant of docs/design.md:
  *
  *   A staging buffer returns to the free pool only after every submitted copy
  *   that reads from it has completed. Waiting for one batch never authorizes
@@ -51,7 +51,7 @@ struct ferry__staging_config {
 	enum ferry__placement placement;
 	const struct ferry__staging_hooks *hooks;  /* tests only; may be NULL */
 	const struct ferry__block_hooks *blocks;   /* may be NULL */
-	/* Test only: the flawed rule of DESIGN.md (after a wait, reclaim every
+	/* Test only: the flawed rule of docs/design.md (after a wait, reclaim every
 	 * launched buffer). Exists so the seed test can prove it sees the bug. */
 	int flawed_reclaim;
 	struct ferry__trace *trace; /* may be NULL; shared, not owned */

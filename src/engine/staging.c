@@ -1,5 +1,5 @@
 /*
- * The staging engine. See staging.h for the contract and DESIGN.md for the
+ * The staging engine. See engine.h for the contract and docs/design.md for the
  * failure it rules out.
  *
  * State, all under one mutex:
