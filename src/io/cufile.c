@@ -338,7 +338,7 @@ static int cufile_open(struct ferry__io *io, const char *path, int flags,
 	cufile_error e;
 	char text[128];
 	struct ferry__file *f;
-	int rc = ferry__io_file_open(path, flags | FERRY__IO_DIRECT, &f);
+	int rc = ferry__io_file_open(path, flags | FERRY__IO_DIRECT | FERRY__IO_BLOCKING, &f);
 
 	*out = NULL;
 	if (rc < 0)

@@ -115,9 +115,9 @@ static int stat_id(const struct ferry__file *f, struct ferry__file_id *id, mode_
 	return 0;
 }
 
-/* Fills f's identity; only regular files are readable, and their reads block
- * again. Returns 0 or a negative code. */
-static int stat_file(struct ferry__file *f)
+/* Fills f's identity; only regular files are readable. With
+ * FERRY__IO_BLOCKING their reads block again. Returns 0 or a negative code. */
+static int stat_file(struct ferry__file *f, int flags)
 {
 	mode_t mode;
 	int rc = stat_id(f, &f->id, &mode);
@@ -128,8 +128,8 @@ static int stat_file(struct ferry__file *f)
 		return ferry__fail(-EISDIR, "%s: is a directory", f->path);
 	if (!S_ISREG(mode))
 		return ferry__fail(-EINVAL, "%s: not a regular file", f->path);
-	int fl = fcntl(f->fd, F_GETFL);
-	if (fl < 0 || fcntl(f->fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+	/* F_SETFL sets O_DIRECT and O_NONBLOCK among others: keep the one, clear the other. */
+	if ((flags & FERRY__IO_BLOCKING) && fcntl(f->fd, F_SETFL, f->direct ? O_DIRECT : 0) < 0)
 		return open_failed(f->path, errno);
 	f->size = f->id.size;
 	return 0;
@@ -153,7 +153,7 @@ int ferry__io_file_open(const char *path, int flags, struct ferry__file **out)
 	if (rc < 0)
 		goto fail;
 	f->fd = rc;
-	rc = stat_file(f);
+	rc = stat_file(f, flags);
 	if (rc < 0)
 		goto fail;
 	if (refused)

@@ -46,7 +46,11 @@ struct ferry__io_req {
 	ssize_t result;
 };
 
-enum { FERRY__IO_DIRECT = 1 };
+enum {
+	FERRY__IO_DIRECT = 1,   /* open with O_DIRECT */
+	FERRY__IO_BLOCKING = 2, /* clear O_NONBLOCK after the open (io_uring and cuFile
+				 * honour it on regular files; pread does not) */
+};
 
 struct ferry__io_ops {
 	const char *name;                 /* "posix", "uring", "cufile" */

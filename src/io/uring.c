@@ -132,7 +132,7 @@ static int uring_describe(struct ferry__io *io, char *buf, size_t len)
 static int uring_open(struct ferry__io *io, const char *path, int flags,
 		      struct ferry__file **out)
 {
-	return ferry__io_file_open(path, flags, out);
+	return ferry__io_file_open(path, flags | FERRY__IO_BLOCKING, out);
 }
 
 static void uring_close(struct ferry__io *io, struct ferry__file *f)

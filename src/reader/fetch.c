@@ -184,7 +184,9 @@ static void fetch_packed(struct ferry_batch *const *bs, const struct item *items
 	if (rc == 0)
 		rc = pos ? ferry__staging_queue(stg, buf, copies, n, NULL)
 			 : ferry__staging_give_back(stg, buf);
-	if (rc == 0)
+	/* A full buffer's copies start now; small ones join the lane's next
+	 * launch (after launch_after copies, or when the batch is waited for). */
+	if (rc == 0 && pos >= bs[0]->r->chunk / 2)
 		rc = ferry__staging_commit(stg, NULL);
 	if (rc < 0)
 		fail_items(bs, items, n, rc);

@@ -166,7 +166,10 @@ static void append_work(struct ferry_reader *r, struct ferry_batch *b)
 		r->work_head = b;
 	r->work_tail = b;
 	r->work_items += b->nitems;
-	pthread_cond_broadcast(&r->work);
+	if (b->nitems == 1)
+		pthread_cond_signal(&r->work); /* one item: one thread, no herd */
+	else
+		pthread_cond_broadcast(&r->work);
 }
 
 /* Takes the next item of the list's first batch. */
@@ -463,10 +466,14 @@ static int schedule_one(struct ferry_reader *r)
 	return 1;
 }
 
-/* Schedules until the window is full (or the epochs end). */
+/* Schedules until the window is full (or the epochs end). An automatic
+ * window is refilled once half of it has gone: batches then reach the IO
+ * threads many at a time, and runs of small ones share staging buffers. */
 static int top_up(struct ferry_reader *r)
 {
 	unsigned want = window(r);
+	if (!r->depth && r->queued > want / 2)
+		return 0;
 	while (r->queued < want && !r->closing) {
 		int rc = schedule_one(r);
 		if (rc <= 0)
