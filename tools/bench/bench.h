@@ -9,6 +9,7 @@
 
 #define FERRY_BENCH_MAX_RUNS 512
 #define FERRY_BENCH_MAX_THREADS 64
+#define FERRY_BENCH_MAX_BATCH_SIZES 16
 
 /* The files one run loads: payload sizes and offsets come from their headers. */
 struct ferry_bench_dataset {
@@ -50,6 +51,13 @@ struct ferry_bench_options {
 	double budget_seconds;  /* the whole bench; later runs are skipped (0: none) */
 	int ceilings_only;
 	const char *device;     /* ferry_ctx_options.device (NULL: FERRY_DEVICE / auto) */
+	/* reader rows (tool reader) and the read-only ceiling */
+	unsigned batch_sizes[FERRY_BENCH_MAX_BATCH_SIZES];
+	unsigned nbatch_sizes;  /* 0: 1, 4, 32, 256 */
+	unsigned reader_threads[FERRY_BENCH_MAX_THREADS];
+	unsigned nreader_threads; /* 0: the reader's default only (0 = the context's) */
+	unsigned ceiling_threads; /* read-only ceiling's threads (0: the cores, at most 64) */
+	int verify;             /* reader rows check every byte against a CPU read */
 };
 
 enum {
@@ -57,6 +65,7 @@ enum {
 	FERRY_BENCH_TOOL_NAIVE_C = 1u << 1,
 	FERRY_BENCH_TOOL_TUNED_PREAD = 1u << 2,
 	FERRY_BENCH_TOOL_CUFILE_PER_FILE = 1u << 3,
+	FERRY_BENCH_TOOL_READER = 1u << 4,
 };
 
 enum {
@@ -76,6 +85,10 @@ struct ferry_bench_run {
 	unsigned threads;
 	unsigned callers;        /* threads calling the tool's per-file function */
 	size_t chunk;            /* 0: not applicable */
+	unsigned batch_size;     /* reader rows: samples a batch (0: not applicable) */
+	int verified;            /* reader rows: every byte was checked (--verify) */
+	const char *ceiling;     /* what ratio_to_ceiling divides by (NULL: none) */
+	double ceiling_gbps;     /* its value (0: not measured) */
 	double gbps, files_per_s, cpu_s_per_gb, ratio_to_ceiling;
 	double seconds;
 	uint64_t bytes, files;
@@ -89,7 +102,9 @@ struct ferry_bench_ceilings {
 	double pinned_h2d_gbps;
 	double storage_direct_gbps;
 	double page_cache_gbps;
+	double read_only_gbps, read_only_files_per_s; /* plain open/fstat/read/close, warm */
 	char pinned_h2d_note[320], storage_direct_note[320], page_cache_note[320];
+	char read_only_note[320];
 };
 
 struct ferry_bench_report {
@@ -164,6 +179,32 @@ unsigned ferry_bench_cores(void);
 /* Measures the three ceilings on ctx's device and the dataset. */
 void ferry_bench_ceilings(ferry_ctx *ctx, const struct ferry_bench_dataset *ds,
 			  const struct ferry_bench_options *opt, struct ferry_bench_ceilings *out);
+
+/* ---- read_only.c ---- */
+
+/* The read-only ceiling: threads threads open, fstat, read whole and close the
+ * files into private host memory (each thread's own buffer), nothing else; no
+ * ferry code on the read path. O_DIRECT (aligned buffer) when direct. */
+void ferry_bench_read_only(const struct ferry_bench_dataset *ds,
+			   const struct ferry_bench_limits *lim, unsigned threads, int direct,
+			   struct ferry_bench_measure *out);
+/* Its thread count: opt->ceiling_threads, else the cores (at most 64). */
+unsigned ferry_bench_read_only_threads(const struct ferry_bench_options *opt);
+
+/* ---- reader.c ---- */
+
+/* A context for the reader rows: the user's defaults (FERRY_* variables
+ * included) on opt->device; O_DIRECT reads when direct (cold o_direct). */
+int ferry_bench_reader_context(const struct ferry_bench_options *opt, int direct, ferry_ctx **out);
+/* The C reader on ctx over ds (ferry_reader_open with ds's files, batch_size
+ * batch, threads IO threads (0: the context's), prefetch_depth 0), taking
+ * each batch as the stacked array; with opt->verify every byte of every batch
+ * checked against a CPU read of its file. Fills run (backend, threads,
+ * batch_size, rates, verified, note). */
+void ferry_bench_run_reader(ferry_ctx *ctx, const struct ferry_bench_options *opt,
+			    const struct ferry_bench_dataset *ds,
+			    const struct ferry_bench_limits *lim, unsigned batch, unsigned threads,
+			    struct ferry_bench_run *run);
 
 /* ---- bench_tools.c ---- */
 

@@ -5,6 +5,9 @@
  *                   aligned host memory (io_uring with several reads in flight
  *                   per thread where built, else more pread threads); no copy
  *   page_cache:     buffered reads of the warm dataset into a reused buffer
+ *                   (ferry's posix IO layer, 1 MiB reads)
+ *   read_only:      plain open/fstat/read/close of each whole warm file into
+ *                   private host memory (read_only.c): no ferry code at all
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -201,6 +204,28 @@ static double measure_storage_direct(struct ferry__device *dev,
 	return measure_raw(dev, &ferry__io_posix, 1, threads, ds, lim, note, note_len);
 }
 
+/* ---- read-only: plain system calls, no ferry code (read_only.c) ---- */
+
+static void measure_read_only(const struct ferry_bench_dataset *ds,
+			      const struct ferry_bench_limits *lim, unsigned threads,
+			      struct ferry_bench_ceilings *out)
+{
+	struct ferry_bench_measure m;
+
+	ferry_bench_read_only(ds, lim, threads, 0, &m);
+	if (m.error || !m.files || m.seconds <= 0) {
+		snprintf(out->read_only_note, sizeof(out->read_only_note), "failed: %.250s",
+			 m.message);
+		return;
+	}
+	out->read_only_gbps = (double)m.bytes / m.seconds / 1e9;
+	out->read_only_files_per_s = (double)m.files / m.seconds;
+	snprintf(out->read_only_note, sizeof(out->read_only_note),
+		 "%u threads: open, fstat, read whole, close into private memory, warm; %.3g CPU "
+		 "s/GB",
+		 threads, m.bytes ? m.cpu_seconds / ((double)m.bytes / 1e9) : 0.0);
+}
+
 void ferry_bench_ceilings(ferry_ctx *ctx, const struct ferry_bench_dataset *ds,
 			  const struct ferry_bench_options *opt, struct ferry_bench_ceilings *out)
 {
@@ -218,4 +243,6 @@ void ferry_bench_ceilings(ferry_ctx *ctx, const struct ferry_bench_dataset *ds,
 	ferry_bench_warm_files(ds);
 	out->page_cache_gbps = measure_raw(ctx->ld.dev, &ferry__io_posix, 0, cores < 16 ? cores : 16, ds,
 					   &lim, out->page_cache_note, sizeof(out->page_cache_note));
+	ferry_bench_progress("ceiling: read-only (open/fstat/read/close) of %s", ds->workload);
+	measure_read_only(ds, &lim, ferry_bench_read_only_threads(opt), out);
 }

@@ -20,12 +20,13 @@ static const char bench_help[] =
 	"                   [--callers N] [--seconds-limit S] [--min-seconds S]\n"
 	"                   [--budget-seconds S] [--series NAME] [--device auto|cuda|host]\n"
 	"                   [--cold-method auto|drop_caches|o_direct]\n"
-	"                   [--ceilings-only]\n"
+	"                   [--batch-sizes LIST] [--reader-threads LIST]\n"
+	"                   [--ceiling-threads N] [--verify] [--ceilings-only]\n"
 	"\n"
-	"Measures, on this machine, how fast .npy files reach device memory: three\n"
-	"ceilings, then ferry through each IO backend and the loaders people write\n"
-	"instead, each in GB/s of payload, files/s and CPU seconds (user + system of\n"
-	"the process) per GB.\n"
+	"Measures, on this machine, how fast .npy files reach device memory: four\n"
+	"ceilings, then ferry through each IO backend, the C reader at several batch\n"
+	"sizes and the loaders people write instead, each in GB/s of payload, files/s\n"
+	"and CPU seconds (user + system of the process) per GB.\n"
 	"\n"
 	"Dataset:\n"
 	"  --dir DIR          the files: with --workload large|medium|small or --files and\n"
@@ -42,8 +43,12 @@ static const char bench_help[] =
 	"                     aligned memory, no copy, on min(2 x cores, 32) threads, each\n"
 	"                     with up to 8 reads of 1 MiB in flight (io_uring; one pread\n"
 	"                     at a time without liburing)\n"
-	"  page_cache         buffered 1 MiB reads of the warm dataset, min(cores, 16)\n"
-	"                     threads\n"
+	"  page_cache         buffered 1 MiB reads of the warm dataset through ferry's\n"
+	"                     posix IO layer, min(cores, 16) threads\n"
+	"  read_only          plain open, fstat, read (whole file) and close of the warm\n"
+	"                     files into each thread's private host memory: no GPU, no\n"
+	"                     ferry code; GB/s of payload and files/s, on\n"
+	"                     --ceiling-threads N threads (the cores, at most 64)\n"
 	"\n"
 	"Runs:\n"
 	"  --cache LIST       warm: files in the page cache (read once before); cold: the\n"
@@ -51,7 +56,7 @@ static const char bench_help[] =
 	"                     /proc/sys/vm/drop_caches) where that is permitted, else only\n"
 	"                     O_DIRECT reads (cold_method says which). (warm)\n"
 	"  --cold-method M    auto (above), drop_caches or o_direct (auto)\n"
-	"  --tools LIST       ferry, naive_c, tuned_pread, cufile_per_file (all):\n"
+	"  --tools LIST       ferry, naive_c, tuned_pread, cufile_per_file, reader (all):\n"
 	"                     ferry: ferry_load_into_async into two device buffers per\n"
 	"                       calling thread, in turn (a buffer's last load waited for\n"
 	"                       before it is reused); one context; files split across\n"
@@ -64,6 +69,14 @@ static const char bench_help[] =
 	"                     cufile_per_file: cuFileRead of each payload into a device\n"
 	"                       buffer registered once per thread (cold runs only; needs\n"
 	"                       the cuda device and libcufile)\n"
+	"                     reader: the C reader (ferry_reader_open over the files in\n"
+	"                       order, prefetch_depth 0: automatic; ferry_reader_next,\n"
+	"                       ferry_batch_wait, the batch as one stacked array,\n"
+	"                       ferry_batch_release) at each --batch-sizes value, on a\n"
+	"                       context of the user's defaults (FERRY_* variables\n"
+	"                       apply); ratio to read_only of the same files (cold: a\n"
+	"                       read_only run measured cold just before). Timed from\n"
+	"                       ferry_reader_open to the last batch released\n"
 	"  --backends LIST    ferry's IO: posix, posix_direct, uring, uring_direct, cufile\n"
 	"                     (all). Warm runs use the buffered ones; O_DIRECT ones (and\n"
 	"                     cufile, which opens files with O_DIRECT) run cold\n"
@@ -78,19 +91,29 @@ static const char bench_help[] =
 	"  --budget-seconds S runs that would start after S are reported as skipped (none)\n"
 	"  --series NAME      a label copied into every run (matrix)\n"
 	"  --device NAME      the device to load onto (FERRY_DEVICE, else auto)\n"
+	"  --batch-sizes LIST reader: samples a batch, e.g. 1,4,32,256 (that)\n"
+	"  --reader-threads LIST  reader: IO threads, e.g. 8,16 (the context's default)\n"
+	"  --ceiling-threads N  read_only's threads (the cores, at most 64)\n"
+	"  --verify           reader: copy every batch back and compare every byte with\n"
+	"                     a pread of its file (C-order, host-order files, as ferry gen\n"
+	"                     writes); the time includes it, so leave it off for timing\n"
 	"\n"
 	"Output: a table on stdout, or with --json one JSON document: machine, date,\n"
-	"device, ceilings {pinned_h2d_gbps, storage_direct_gbps, page_cache_gbps} and\n"
-	"runs [{tool, backend, workload, cache, cold_method, threads, chunk, gbps,\n"
-	"files_per_s, cpu_s_per_gb, ratio_to_ceiling, available, note, ...}]. ratio is to\n"
-	"pinned_h2d for warm runs, to storage_direct for cold ones. On a terminal a\n"
-	"progress line (the run in hand: files, bytes, rate, ETA) shows on stderr; never\n"
-	"in a pipe or with --json. Nothing here checks the loaded bytes (ferry read\n"
-	"--verify does).\n"
+	"device, ceilings {pinned_h2d_gbps, storage_direct_gbps, page_cache_gbps,\n"
+	"read_only_gbps, read_only_files_per_s} and runs [{tool, backend, workload,\n"
+	"cache, cold_method, threads, chunk, batch_size, gbps, files_per_s, cpu_s_per_gb,\n"
+	"ceiling, ceiling_gbps, ratio_to_ceiling, verified, available, note, ...}].\n"
+	"ceiling names what ratio_to_ceiling divides by: read_only for reader runs,\n"
+	"pinned_h2d for other warm runs, storage_direct for other cold ones. On a\n"
+	"terminal a progress line (the run in hand: files, bytes, rate, ETA) shows on\n"
+	"stderr; never in a pipe or with --json. Only reader runs under --verify check\n"
+	"the loaded bytes (ferry read --verify does for a load).\n"
 	"Exit status: 0 when the bench ran (runs may be unavailable), 1 on an error, 2 on\n"
 	"bad usage.\n";
 
-static const char *const tool_names[] = { "ferry", "naive_c", "tuned_pread", "cufile_per_file" };
+static const char *const tool_names[] = { "ferry", "naive_c", "tuned_pread", "cufile_per_file",
+					  "reader" };
+static const unsigned default_batch_sizes[] = { 1, 4, 32, 256 };
 static const char *const backend_names[] = { "posix", "posix_direct", "uring", "uring_direct",
 					     "cufile" };
 
@@ -115,22 +138,29 @@ static int parse_names(const char *list, const char *const *names, size_t n, uns
 	return *bits ? 0 : -1;
 }
 
-static int parse_threads(const char *list, struct ferry_bench_options *opt)
+/* A comma-separated list of at most max numbers lo..hi into out[*n]. Returns 0 or -1. */
+static int parse_uints(const char *list, uint64_t lo, uint64_t hi, unsigned *out, unsigned max,
+		       unsigned *n)
 {
 	char buf[512];
 	char *save = NULL;
 
 	if (snprintf(buf, sizeof(buf), "%s", list) >= (int)sizeof(buf))
 		return -1;
-	opt->nthreads = 0;
+	*n = 0;
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
-		if (ferry_cli_parse_uint(NULL, t, 1, FERRY_BENCH_MAX_THREADS, &v) ||
-		    opt->nthreads == FERRY_BENCH_MAX_THREADS)
+		if (ferry_cli_parse_uint(NULL, t, lo, hi, &v) || *n == max)
 			return -1;
-		opt->threads[opt->nthreads++] = (unsigned)v;
+		out[(*n)++] = (unsigned)v;
 	}
-	return opt->nthreads ? 0 : -1;
+	return *n ? 0 : -1;
+}
+
+static int parse_threads(const char *list, struct ferry_bench_options *opt)
+{
+	return parse_uints(list, 1, FERRY_BENCH_MAX_THREADS, opt->threads, FERRY_BENCH_MAX_THREADS,
+			   &opt->nthreads);
 }
 
 static int parse_cache(const char *list, struct ferry_bench_options *opt)
@@ -186,6 +216,27 @@ static int check(int failed, const char *option, const char *value, const char *
 	return failed ? usage_error(option, value, expected) : -1;
 }
 
+/* The reader rows' options; -1 to go on, else an exit status. */
+static int apply_reader_option(int c, const char *arg, char **argv,
+			       struct ferry_bench_options *opt)
+{
+	switch (c) {
+	case 'V': opt->verify = 1; return -1;
+	case 'z':
+		return check(parse_uints(arg, 1, FERRY_BATCH_MAX, opt->batch_sizes,
+					 FERRY_BENCH_MAX_BATCH_SIZES, &opt->nbatch_sizes),
+			     "--batch-sizes", arg, "a list such as 1,4,32,256 (1..16777216, 16 at most)");
+	case 'R':
+		return check(parse_uints(arg, 1, FERRY_THREADS_MAX, opt->reader_threads,
+					 FERRY_BENCH_MAX_THREADS, &opt->nreader_threads),
+			     "--reader-threads", arg, "a list such as 8,16 (1..1024)");
+	case 'e':
+		return check(parse_count(arg, FERRY_BENCH_MAX_THREADS, &opt->ceiling_threads),
+			     "--ceiling-threads", arg, "1..64");
+	default: return ferry_cli_bad_option("bench", c, argv);
+	}
+}
+
 /* Applies one option. Returns -1 to go on, else an exit status. */
 static int apply_option(int c, const char *arg, char **argv, struct ferry_bench_options *opt)
 {
@@ -209,7 +260,8 @@ static int apply_option(int c, const char *arg, char **argv, struct ferry_bench_
 		return check(parse_cache(arg, opt), "--cache", arg, "warm, cold or warm,cold");
 	case 't':
 		return check(parse_names(arg, tool_names, FERRY__ARRAY_LEN(tool_names), &opt->tools),
-			     "--tools", arg, "a list of ferry, naive_c, tuned_pread, cufile_per_file");
+			     "--tools", arg,
+			     "a list of ferry, naive_c, tuned_pread, cufile_per_file, reader");
 	case 'b':
 		return check(parse_names(arg, backend_names, FERRY__ARRAY_LEN(backend_names),
 					 &opt->backends),
@@ -230,7 +282,7 @@ static int apply_option(int c, const char *arg, char **argv, struct ferry_bench_
 		return check(parse_seconds(arg, &opt->budget_seconds), "--budget-seconds", arg,
 			     "seconds");
 	case 'h': fputs(bench_help, stdout); return 0;
-	default: return ferry_cli_bad_option("bench", c, argv);
+	default: return apply_reader_option(c, arg, argv, opt);
 	}
 }
 
@@ -255,6 +307,10 @@ static int parse_bench_options(int argc, char **argv, struct ferry_bench_options
 		{ "cold-method", required_argument, NULL, 'M' },
 		{ "device", required_argument, NULL, 'D' },
 		{ "ceilings-only", no_argument, NULL, 'o' },
+		{ "batch-sizes", required_argument, NULL, 'z' },
+		{ "reader-threads", required_argument, NULL, 'R' },
+		{ "ceiling-threads", required_argument, NULL, 'e' },
+		{ "verify", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -274,6 +330,10 @@ static int parse_bench_options(int argc, char **argv, struct ferry_bench_options
 		opt->seconds_limit = 1e6;
 	if (opt->json)
 		ferry_bench_progress_disable();
+	if (!opt->nbatch_sizes) {
+		memcpy(opt->batch_sizes, default_batch_sizes, sizeof(default_batch_sizes));
+		opt->nbatch_sizes = FERRY__ARRAY_LEN(default_batch_sizes);
+	}
 	return -1;
 }
 
@@ -288,6 +348,7 @@ struct bench {
 	uint64_t start_ns;
 	unsigned sweep[FERRY_BENCH_MAX_THREADS];
 	unsigned nsweep;
+	double cold_read_only_gbps; /* the reader rows' cold ceiling (0: not measured) */
 };
 
 static void add_note(struct bench *b, const char *text)
@@ -332,12 +393,25 @@ static struct ferry_bench_run *new_run(struct bench *b, int cold)
 	return run;
 }
 
-/* Fills the ratio to the ceiling that bounds the run. */
+/* Fills the ceiling that bounds the run and the ratio to it: read_only of the
+ * same cache state for reader runs, else pinned_h2d (warm) or storage_direct
+ * (cold). read_only runs are a ceiling themselves. */
 static void set_ratio(const struct bench *b, struct ferry_bench_run *run)
 {
-	double ceiling = strcmp(run->cache, "cold") ? b->report.ceilings.pinned_h2d_gbps
-						    : b->report.ceilings.storage_direct_gbps;
-	run->ratio_to_ceiling = run->available && ceiling > 0 ? run->gbps / ceiling : 0;
+	const struct ferry_bench_ceilings *c = &b->report.ceilings;
+	int cold = !strcmp(run->cache, "cold");
+
+	if (!strcmp(run->tool, "read_only"))
+		return;
+	if (!strcmp(run->tool, "reader")) {
+		run->ceiling = "read_only";
+		run->ceiling_gbps = cold ? b->cold_read_only_gbps : c->read_only_gbps;
+	} else {
+		run->ceiling = cold ? "storage_direct" : "pinned_h2d";
+		run->ceiling_gbps = cold ? c->storage_direct_gbps : c->pinned_h2d_gbps;
+	}
+	run->ratio_to_ceiling = run->available && run->ceiling_gbps > 0
+					? run->gbps / run->ceiling_gbps : 0;
 }
 
 /* Gets a run ready to start: 0 to measure, -1 when the budget is spent. */
@@ -349,8 +423,8 @@ static int begin_run(struct bench *b, struct ferry_bench_run *run, int cold)
 			 b->opt.budget_seconds);
 		return -1;
 	}
-	ferry_bench_progress("[%u] %s %s %s threads %u", b->report.nruns, run->tool, run->backend,
-			     run->cache, run->threads);
+	ferry_bench_progress("[%u] %s %s %s threads %u batch %u", b->report.nruns, run->tool,
+			     run->backend, run->cache, run->threads, run->batch_size);
 	if (cold && b->cold_method == FERRY_BENCH_COLD_DROP)
 		ferry_bench_drop_caches();
 	return 0;
@@ -474,6 +548,77 @@ static void run_cufile_per_file(struct bench *b, int cold)
 	}
 }
 
+/* ---- the reader rows ---- */
+
+/* read_only, cold: the ceiling of the cold reader rows, measured just before them. */
+static void read_only_cold(struct bench *b, int direct)
+{
+	struct ferry_bench_limits lim = run_limits(b, 1);
+	struct ferry_bench_run *run = new_run(b, 1);
+	struct ferry_bench_measure m;
+
+	if (!run)
+		return;
+	snprintf(run->tool, sizeof(run->tool), "read_only");
+	snprintf(run->backend, sizeof(run->backend), direct ? "open+read_direct" : "open+read");
+	run->threads = run->callers = ferry_bench_read_only_threads(&b->opt);
+	if (begin_run(b, run, 1) == 0) {
+		ferry_bench_read_only(&b->ds, &lim, run->threads, direct, &m);
+		ferry_bench_fill_run(run, &m);
+		if (m.error == -EINVAL && direct)
+			snprintf(run->note, sizeof(run->note),
+				 "not available: O_DIRECT refused here (%s)", m.message);
+		else if (run->available)
+			snprintf(run->note, sizeof(run->note),
+				 "plain open, fstat, read, close into private memory; the cold "
+				 "reader rows' ceiling");
+	}
+	end_run(b, run);
+	b->cold_read_only_gbps = run->available ? run->gbps : 0;
+}
+
+static void reader_once(struct bench *b, ferry_ctx *ctx, const char *ctx_error, int cold,
+			unsigned batch, unsigned threads)
+{
+	struct ferry_bench_limits lim = run_limits(b, cold);
+	struct ferry_bench_run *run = new_run(b, cold);
+
+	if (!run)
+		return;
+	snprintf(run->tool, sizeof(run->tool), "reader");
+	snprintf(run->backend, sizeof(run->backend), "-");
+	run->batch_size = batch;
+	run->threads = threads;
+	run->callers = 1;
+	if (!ctx)
+		snprintf(run->note, sizeof(run->note), "not available: %s", ctx_error);
+	else if (begin_run(b, run, cold) == 0)
+		ferry_bench_run_reader(ctx, &b->opt, &b->ds, &lim, batch, threads, run);
+	end_run(b, run);
+}
+
+/* The C reader at every batch size (and --reader-threads), one context. */
+static void run_reader(struct bench *b, int cold)
+{
+	int direct = cold && b->cold_method == FERRY_BENCH_COLD_DIRECT;
+	unsigned none = 0, nthreads = b->opt.nreader_threads ? b->opt.nreader_threads : 1;
+	const unsigned *threads = b->opt.nreader_threads ? b->opt.reader_threads : &none;
+	char error[256] = "";
+	ferry_ctx *ctx = NULL;
+
+	if (cold)
+		read_only_cold(b, direct);
+	if (ferry_bench_reader_context(&b->opt, direct, &ctx) < 0) {
+		snprintf(error, sizeof(error), "%s", ferry_last_error());
+		ctx = NULL;
+	}
+	for (unsigned t = 0; t < nthreads; t++)
+		for (unsigned i = 0; i < b->opt.nbatch_sizes; i++)
+			reader_once(b, ctx, error, cold, b->opt.batch_sizes[i], threads[t]);
+	if (ctx)
+		ferry_ctx_destroy(ctx);
+}
+
 static void run_cache_state(struct bench *b, int cold)
 {
 	if (!cold)
@@ -486,12 +631,14 @@ static void run_cache_state(struct bench *b, int cold)
 		run_tuned_pread(b, cold);
 	if (b->opt.tools & FERRY_BENCH_TOOL_CUFILE_PER_FILE)
 		run_cufile_per_file(b, cold);
+	if (b->opt.tools & FERRY_BENCH_TOOL_READER)
+		run_reader(b, cold);
 }
 
 static int same_group(const struct ferry_bench_run *a, const struct ferry_bench_run *b)
 {
 	return !strcmp(a->tool, b->tool) && !strcmp(a->backend, b->backend) &&
-	       !strcmp(a->cache, b->cache);
+	       !strcmp(a->cache, b->cache) && a->batch_size == b->batch_size;
 }
 
 /* Marks the fastest run of each (tool, backend, cache) that has several. */

@@ -43,6 +43,10 @@ static void json_ceilings(const struct ferry_bench_ceilings *c)
 	json_number(c->storage_direct_gbps);
 	fputs(", \"page_cache_gbps\": ", stdout);
 	json_number(c->page_cache_gbps);
+	fputs(", \"read_only_gbps\": ", stdout);
+	json_number(c->read_only_gbps);
+	fputs(", \"read_only_files_per_s\": ", stdout);
+	json_number(c->read_only_files_per_s);
 	fputs("}", stdout);
 }
 
@@ -54,6 +58,8 @@ static void json_ceiling_notes(const struct ferry_bench_ceilings *c)
 	json_string(c->storage_direct_note);
 	fputs(", \"page_cache\": ", stdout);
 	json_string(c->page_cache_note);
+	fputs(", \"read_only\": ", stdout);
+	json_string(c->read_only_note);
 	fputs("}", stdout);
 }
 
@@ -77,14 +83,24 @@ static void json_run(const struct ferry_bench_run *r, const struct ferry_bench_o
 		printf("%zu", r->chunk);
 	else
 		fputs("null", stdout);
+	fputs(", \"batch_size\": ", stdout);
+	if (r->batch_size)
+		printf("%u", r->batch_size);
+	else
+		fputs("null", stdout);
 	fputs(",\n     \"gbps\": ", stdout);
 	json_number(r->available ? r->gbps : 0);
 	fputs(", \"files_per_s\": ", stdout);
 	json_number(r->available ? r->files_per_s : 0);
 	fputs(", \"cpu_s_per_gb\": ", stdout);
 	json_number(r->available ? r->cpu_s_per_gb : 0);
+	fputs(", \"ceiling\": ", stdout);
+	json_string(r->ceiling);
+	fputs(", \"ceiling_gbps\": ", stdout);
+	json_number(r->ceiling_gbps);
 	fputs(", \"ratio_to_ceiling\": ", stdout);
 	json_number(r->available ? r->ratio_to_ceiling : 0);
+	printf(", \"verified\": %s", r->verified ? "true" : "false");
 	printf(", \"seconds\": %.6g, \"bytes\": %" PRIu64 ", \"files\": %" PRIu64, r->seconds,
 	       r->bytes, r->files);
 	printf(", \"available\": %s, \"best\": %s, \"note\": ", r->available ? "true" : "false",
@@ -149,17 +165,28 @@ static void print_ceiling(const char *name, double gbps, const char *note)
 		printf("  %-15s %8s       (%s)\n", name, "-", *note ? note : "not measured");
 }
 
+static void print_read_only(const struct ferry_bench_ceilings *c)
+{
+	print_ceiling("read_only", c->read_only_gbps, c->read_only_note);
+	if (c->read_only_files_per_s > 0)
+		printf("  %-15s %8.0f files/s\n", "", c->read_only_files_per_s);
+}
+
 static void print_row(const struct ferry_bench_run *r)
 {
-	char chunk[24] = "-";
+	char chunk[24] = "-", batch[16] = "-";
 
 	if (r->chunk)
 		snprintf(chunk, sizeof(chunk), "%zuK", r->chunk >> 10);
-	printf("%c %-15s %-18s %-4s %3u %3u %6s ", r->best ? '*' : ' ', r->tool, r->backend,
-	       r->cache, r->threads, r->callers, chunk);
-	if (r->available)
+	if (r->batch_size)
+		snprintf(batch, sizeof(batch), "%u", r->batch_size);
+	printf("%c %-15s %-18s %-4s %3u %3u %6s %5s ", r->best ? '*' : ' ', r->tool, r->backend,
+	       r->cache, r->threads, r->callers, chunk, batch);
+	if (r->available && r->ratio_to_ceiling > 0)
 		printf("%8.2f %9.0f %7.3f %6.2f", r->gbps, r->files_per_s, r->cpu_s_per_gb,
 		       r->ratio_to_ceiling);
+	else if (r->available)
+		printf("%8.2f %9.0f %7.3f %6s", r->gbps, r->files_per_s, r->cpu_s_per_gb, "-");
 	else
 		printf("%8s %9s %7s %6s", "-", "-", "-", "-");
 	printf("  %s\n", r->note);
@@ -180,14 +207,16 @@ void ferry_bench_print_table(const struct ferry_bench_report *r,
 	print_ceiling("storage_direct", r->ceilings.storage_direct_gbps,
 		      r->ceilings.storage_direct_note);
 	print_ceiling("page_cache", r->ceilings.page_cache_gbps, r->ceilings.page_cache_note);
+	print_read_only(&r->ceilings);
 	if (!r->nruns)
 		return;
-	printf("\n  %-15s %-18s %-4s %3s %3s %6s %8s %9s %7s %6s  %s\n", "tool", "backend", "cache",
-	       "thr", "cal", "chunk", "GB/s", "files/s", "CPUs/GB", "ratio", "note");
+	printf("\n  %-15s %-18s %-4s %3s %3s %6s %5s %8s %9s %7s %6s  %s\n", "tool", "backend",
+	       "cache", "thr", "cal", "chunk", "batch", "GB/s", "files/s", "CPUs/GB", "ratio", "note");
 	for (unsigned i = 0; i < r->nruns; i++)
 		print_row(&r->runs[i]);
-	printf("\n* fastest of its tool, backend and cache; thr: IO threads, cal: threads calling "
-	       "the per-file function;\nratio: to pinned_h2d (warm) or storage_direct (cold)\n");
+	printf("\n* fastest of its tool, backend, cache (and batch); thr: IO threads, cal: threads "
+	       "calling the per-file function;\nratio: reader runs to read_only (cold: the cold "
+	       "read_only run), others to pinned_h2d (warm) or storage_direct (cold)\n");
 }
 
 /* ---- progress ---- */

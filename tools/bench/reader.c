@@ -1,0 +1,346 @@
+/*
+ * `ferry bench`: the reader rows. The C reader as a user runs it:
+ * ferry_reader_open over the dataset's files (in order, one shard, no
+ * shuffle, prefetch_depth 0: the automatic window), then ferry_reader_next,
+ * ferry_batch_wait, the batch taken as one stacked array (ferry_batch_shape,
+ * ferry_batch_data; a ragged batch sample by sample) and ferry_batch_release,
+ * until the run's limits. The timing covers opening the reader (listing the
+ * files given) to the last batch released; the CPU time is the process's
+ * (user + system, the reader's IO threads included).
+ *
+ * --verify: every byte of every batch is copied back to the host
+ * (ferry_copy_to_host, the stacked array in one copy) and compared with a
+ * pread of its file's payload, found by the sample's path. It assumes files
+ * in C order and the host's byte order, as ferry gen writes them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "base/base.h"
+#include "context/context.h"
+
+/* A file of the dataset, for finding a sample's file by its path. */
+struct by_path {
+	const char *path;
+	unsigned index;
+};
+
+struct verify {
+	ferry_ctx *ctx;
+	const struct ferry_bench_dataset *ds;
+	struct by_path *files;  /* sorted by path */
+	char *device_copy, *file_copy;
+	size_t device_cap, file_cap;
+	uint64_t samples;       /* checked */
+	char message[256];
+};
+
+struct reader_run {
+	const struct ferry_bench_dataset *ds;
+	const struct ferry_bench_limits *lim;
+	ferry_reader *reader;
+	struct verify *verify;  /* NULL: not checking */
+	uint64_t samples, bytes, batches;
+	uint64_t t0;
+	int error;
+	char message[256];
+};
+
+/* ---- verifying ---- */
+
+static int compare_by_path(const void *a, const void *b)
+{
+	return strcmp(((const struct by_path *)a)->path, ((const struct by_path *)b)->path);
+}
+
+static int verify_open(struct verify *v, ferry_ctx *ctx, const struct ferry_bench_dataset *ds)
+{
+	memset(v, 0, sizeof(*v));
+	v->ctx = ctx;
+	v->ds = ds;
+	v->files = malloc(ds->count * sizeof(*v->files));
+	if (!v->files)
+		return -ENOMEM;
+	for (unsigned i = 0; i < ds->count; i++)
+		v->files[i] = (struct by_path){ ds->paths[i], i };
+	qsort(v->files, ds->count, sizeof(*v->files), compare_by_path);
+	return 0;
+}
+
+static void verify_close(struct verify *v)
+{
+	free(v->files);
+	free(v->device_copy);
+	free(v->file_copy);
+}
+
+/* Grows *buf to at least len bytes. Returns 0 or -ENOMEM. */
+static int grow(char **buf, size_t *cap, size_t len)
+{
+	char *p;
+
+	if (len <= *cap)
+		return 0;
+	if (!(p = realloc(*buf, len)))
+		return -ENOMEM;
+	*buf = p;
+	*cap = len;
+	return 0;
+}
+
+/* Fails the check with a message (printf-style). Returns -FERRY_EMISMATCH. */
+static int __attribute__((format(printf, 2, 3))) mismatch(struct verify *v, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(v->message, sizeof(v->message), fmt, ap);
+	va_end(ap);
+	return -FERRY_EMISMATCH;
+}
+
+/* The payload of file index into v->file_copy. Returns 0 or a negative code. */
+static int read_payload(struct verify *v, unsigned index)
+{
+	size_t len = (size_t)v->ds->nbytes[index], done = 0;
+	int fd = open(v->ds->paths[index], O_RDONLY | O_CLOEXEC);
+	int rc = fd < 0 ? -errno : grow(&v->file_copy, &v->file_cap, len ? len : 1);
+
+	while (rc == 0 && done < len) {
+		ssize_t n = pread(fd, v->file_copy + done, len - done,
+				  (off_t)(v->ds->data_offset[index] + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		rc = n < 0 ? -errno : n == 0 ? -FERRY_ETRUNCATED : 0;
+		done += n > 0 ? (size_t)n : 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
+		snprintf(v->message, sizeof(v->message), "verify: reading %.200s: %s",
+			 v->ds->paths[index], ferry_strerror(rc));
+	return rc;
+}
+
+/* Checks that row (host bytes of sample s) is s's file's payload. */
+static int verify_row(struct verify *v, const char *row, const struct ferry_sample *s)
+{
+	struct by_path key = { s->path ? s->path : "", 0 };
+	const struct by_path *f = bsearch(&key, v->files, v->ds->count, sizeof(key),
+					  compare_by_path);
+	int rc;
+
+	if (!f)
+		return mismatch(v, "verify: a sample's path %.200s is not a file of the dataset",
+				key.path);
+	if (s->nbytes != v->ds->nbytes[f->index])
+		return mismatch(v, "verify: %.200s: %llu bytes delivered, the file holds %llu", f->path,
+				(unsigned long long)s->nbytes,
+				(unsigned long long)v->ds->nbytes[f->index]);
+	if ((rc = read_payload(v, f->index)) < 0)
+		return rc;
+	for (size_t k = 0; k < s->nbytes; k++)
+		if (row[k] != v->file_copy[k])
+			return mismatch(v, "verify: %.200s: byte %zu of the payload differs", f->path, k);
+	v->samples++;
+	return 0;
+}
+
+/* The stacked batch, copied back in one piece, row i against sample i's file. */
+static int verify_stacked(struct verify *v, ferry_batch *b, const struct ferry_batch_shape *bs)
+{
+	unsigned n = ferry_batch_size(b);
+	uint64_t row = n ? bs->nbytes / n : 0;
+	int rc = bs->shape[0] == (int64_t)n ? 0 : mismatch(v, "verify: shape[0] %lld, batch %u",
+							      (long long)bs->shape[0], n);
+
+	if (rc == 0 && (rc = grow(&v->device_copy, &v->device_cap, bs->nbytes ? bs->nbytes : 1)) == 0)
+		rc = ferry_copy_to_host(v->ctx, v->device_copy, ferry_batch_data(b), bs->nbytes);
+	for (unsigned i = 0; rc == 0 && i < n; i++) {
+		struct ferry_sample s;
+		if ((rc = ferry_batch_sample(b, i, &s)) == 0)
+			rc = s.nbytes == row ? verify_row(v, v->device_copy + i * row, &s)
+					     : mismatch(v, "verify: row %u: %llu bytes in a stacked "
+							   "row of %llu", i,
+						   (unsigned long long)s.nbytes,
+						   (unsigned long long)row);
+	}
+	return rc;
+}
+
+/* A ragged batch: each sample at its own address. */
+static int verify_ragged(struct verify *v, ferry_batch *b)
+{
+	unsigned n = ferry_batch_size(b);
+	int rc = 0;
+
+	for (unsigned i = 0; rc == 0 && i < n; i++) {
+		struct ferry_sample s;
+		if ((rc = ferry_batch_sample(b, i, &s)) < 0)
+			break;
+		rc = grow(&v->device_copy, &v->device_cap, s.nbytes ? s.nbytes : 1);
+		if (rc == 0)
+			rc = ferry_copy_to_host(v->ctx, v->device_copy, s.data, s.nbytes);
+		if (rc == 0)
+			rc = verify_row(v, v->device_copy, &s);
+	}
+	return rc;
+}
+
+/* ---- the run ---- */
+
+/* 1 when the run is over: every file delivered (and, warm, min_seconds
+ * passed), or a batch delivered and seconds_limit passed. */
+static int reader_over(const struct reader_run *rr)
+{
+	double elapsed = (double)(ferry__now_ns() - rr->t0) / 1e9;
+
+	if (rr->samples >= rr->ds->count && elapsed >= rr->lim->min_seconds)
+		return 1;
+	return rr->batches > 0 && elapsed >= rr->lim->seconds_limit;
+}
+
+/* Counts a batch's real samples and their bytes (ragged: one by one). */
+static int count_batch(struct reader_run *rr, ferry_batch *b, struct ferry_batch_shape *bs,
+		       int *stacked)
+{
+	unsigned n = ferry_batch_size(b);
+	int rc = 0;
+
+	*stacked = ferry_batch_shape(b, bs) == 0;
+	for (unsigned i = 0; rc == 0 && i < n; i++) {
+		struct ferry_sample s;
+		if ((rc = ferry_batch_sample(b, i, &s)) == 0 && !s.is_padding) {
+			rr->samples++;
+			rr->bytes += s.nbytes;
+		}
+	}
+	return rc;
+}
+
+/* Takes one batch as a user does: wait, the stacked array, release. */
+static int take_batch(struct reader_run *rr, ferry_batch *b)
+{
+	struct ferry_batch_shape bs;
+	int stacked = 0;
+	int rc = ferry_batch_wait(b);
+
+	if (rc == 0)
+		rc = count_batch(rr, b, &bs, &stacked);
+	if (rc == 0 && stacked && !ferry_batch_data(b))
+		rc = -EFAULT;
+	if (rc == 0 && rr->verify)
+		rc = stacked ? verify_stacked(rr->verify, b, &bs) : verify_ragged(rr->verify, b);
+	ferry_batch_release(b);
+	return rc;
+}
+
+static void reader_fail(struct reader_run *rr, int rc)
+{
+	const char *msg = rr->verify && *rr->verify->message ? rr->verify->message
+							      : ferry_last_error();
+	rr->error = rc;
+	snprintf(rr->message, sizeof(rr->message), "%s", *msg ? msg : ferry_strerror(rc));
+}
+
+static void reader_loop(struct reader_run *rr)
+{
+	while (!reader_over(rr)) {
+		ferry_batch *b;
+		int rc = ferry_reader_next(rr->reader, &b);
+		if (rc == -FERRY_EEND)
+			break;
+		if (rc == 0)
+			rc = take_batch(rr, b);
+		if (rc < 0) {
+			reader_fail(rr, rc);
+			break;
+		}
+		rr->batches++;
+	}
+}
+
+/* Opens the reader, reads to the run's limits; m gets the timing. */
+static void reader_measure(ferry_ctx *ctx, struct reader_run *rr,
+			   const struct ferry_reader_config *cfg, struct ferry_bench_measure *m)
+{
+	double cpu0 = ferry_bench_cpu_seconds();
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	rr->t0 = ferry__now_ns();
+	ferry__clear_error();
+	rc = ferry_reader_open(ctx, cfg, &rr->reader);
+	if (rc < 0)
+		reader_fail(rr, rc);
+	else
+		reader_loop(rr);
+	m->seconds = (double)(ferry__now_ns() - rr->t0) / 1e9;
+	m->cpu_seconds = ferry_bench_cpu_seconds() - cpu0;
+	if (rr->reader && (rc = ferry_reader_close(rr->reader)) < 0 && !rr->error)
+		reader_fail(rr, rc);
+	m->bytes = rr->bytes;
+	m->files = rr->samples;
+	m->error = rr->error;
+	snprintf(m->message, sizeof(m->message), "%s", rr->message);
+}
+
+static void describe_row(struct ferry_bench_run *run, const struct ferry_bench_dataset *ds,
+			 const struct reader_run *rr)
+{
+	int n = snprintf(run->note, sizeof(run->note), "prefetch auto; batches: %llu",
+			 (unsigned long long)rr->batches);
+
+	if (run->batch_size > ds->count && n > 0 && (size_t)n < sizeof(run->note))
+		n += snprintf(run->note + n, sizeof(run->note) - (size_t)n,
+			      "; %u files: a batch is the whole set", ds->count);
+	if (rr->verify && n > 0 && (size_t)n < sizeof(run->note))
+		snprintf(run->note + n, sizeof(run->note) - (size_t)n,
+			 "; every byte verified (%llu samples, verify time included)",
+			 (unsigned long long)rr->verify->samples);
+}
+
+void ferry_bench_run_reader(ferry_ctx *ctx, const struct ferry_bench_options *opt,
+			    const struct ferry_bench_dataset *ds,
+			    const struct ferry_bench_limits *lim, unsigned batch, unsigned threads,
+			    struct ferry_bench_run *run)
+{
+	struct ferry_reader_config cfg = { .files = (const char *const *)ds->paths,
+					   .nfiles = ds->count, .batch_size = batch,
+					   .num_shards = 1, .threads = threads,
+					   .epochs = lim->min_seconds > 0 ? 0 : 1 };
+	struct reader_run rr = { .ds = ds, .lim = lim };
+	struct verify v;
+	struct ferry_bench_measure m;
+
+	run->batch_size = batch;
+	run->threads = threads ? threads : ctx->ld.threads;
+	snprintf(run->backend, sizeof(run->backend), "%s%s", ferry_ctx_io_name(ctx),
+		 ctx->set.direct ? "_direct" : "");
+	if (opt->verify && verify_open(&v, ctx, ds) < 0) {
+		snprintf(run->note, sizeof(run->note), "failed: verify: out of memory");
+		return;
+	}
+	rr.verify = opt->verify ? &v : NULL;
+	reader_measure(ctx, &rr, &cfg, &m);
+	ferry_bench_fill_run(run, &m);
+	run->verified = opt->verify && run->available;
+	if (run->available)
+		describe_row(run, ds, &rr);
+	if (opt->verify)
+		verify_close(&v);
+}
+
+int ferry_bench_reader_context(const struct ferry_bench_options *opt, int direct, ferry_ctx **out)
+{
+	struct ferry_ctx_options o = { .device = opt->device, .gpu = -1, .direct = direct ? 1 : -1 };
+
+	ferry__clear_error();
+	return ferry_ctx_create(out, &o);
+}
