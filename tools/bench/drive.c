@@ -43,6 +43,15 @@ static void gate_arrive_and_wait(struct gate *g)
 	pthread_mutex_unlock(&g->lock);
 }
 
+/* Waits until n workers have arrived, without letting them through. */
+static void gate_wait_arrivals(struct gate *g, unsigned n)
+{
+	pthread_mutex_lock(&g->lock);
+	while (g->arrived < n)
+		pthread_cond_wait(&g->changed, &g->lock);
+	pthread_mutex_unlock(&g->lock);
+}
+
 /* Waits until n workers have arrived, then lets them through; meanwhile
  * calls tick(arg), when not NULL, about four times a second (unlocked). */
 static void gate_open_after(struct gate *g, unsigned n, void (*tick)(void *), void *arg)
@@ -215,9 +224,11 @@ void ferry_bench_drive(const struct ferry_bench_dataset *ds, const struct ferry_
 	started = start_workers(&d, th, threads);
 	if (started < threads)
 		drive_fail(&d, -EAGAIN, "starting threads");
-	gate_open_after(&d.start, started, NULL, NULL);
+	/* The clocks start before any worker does: a short run is timed whole. */
+	gate_wait_arrivals(&d.start, started);
 	d.t0 = ferry__now_ns();
 	double cpu0 = ferry_bench_cpu_seconds();
+	gate_open_after(&d.start, started, NULL, NULL);
 	gate_open_after(&d.end, started, ferry_bench_progress_wanted() ? drive_tick : NULL, &d);
 	out->seconds = (double)(ferry__now_ns() - d.t0) / 1e9;
 	out->cpu_seconds = ferry_bench_cpu_seconds() - cpu0;
