@@ -37,9 +37,9 @@ def make_dataset(tmp):
     return root, os.path.join(root, "s1.npy")
 
 
-def refused(exc, name, call, *args, **kwargs):
+def refused(exc, argname, call, *args, **kwargs):
     """call(*args, **kwargs) must raise exc (and not FerryError, which would
-    mean libferry saw the value) whose message names `name`."""
+    mean libferry saw the value) whose message names `argname`."""
     what = "%s(%s)" % (getattr(call, "__qualname__", call), ", ".join(
         [repr(a) for a in args] + ["%s=%r" % kv for kv in kwargs.items()])[:200])
     try:
@@ -48,7 +48,7 @@ def refused(exc, name, call, *args, **kwargs):
         check(False, "%s: reached libferry: %s" % (what, e))
         return None
     except exc as e:
-        check(name in str(e), "%s: the message does not name %r: %s" % (what, name, e))
+        check(argname in str(e), "%s: the message does not name %r: %s" % (what, argname, e))
         return e
     except Exception as e:
         check(False, "%s: %s, expected %s: %s" % (what, type(e).__name__, exc.__name__, e))
@@ -134,8 +134,8 @@ READER_REFUSED = [
     (T, "fill_value", dict(fill_value=1j)),
     (T, "fill_value", dict(fill_value=True)),
     (V, "fill_value", dict(fill_value=10 ** 400)),
-    # seed: None or an int in [0, 2**64)
-    (V, "seed", dict(seed=-1)),
+    # seed: None or -1 (random), or an int in [0, 2**64)
+    (V, "seed", dict(seed=-2)),
     (V, "seed", dict(seed=2 ** 64)),
     (T, "seed", dict(seed=1.5)),
     (T, "seed", dict(seed="1")),
@@ -160,7 +160,39 @@ READER_REFUSED = [
     (T, "on_error", dict(on_error=1)),
     (V, "device", dict(device="tpu")),
     (V, "device", dict(device="")),
+    (V, "device", dict(device="GPU")),
     (T, "device", dict(device=0)),
+    # prefetch_queue_depth None is libferry's automatic window; 0 is not
+    (V, "prefetch_queue_depth", dict(prefetch_queue_depth=0)),
+    # DALI's remaining arguments, each checked though it changes nothing
+    (T, "name", dict(name=5)),
+    (V, "lazy_init", dict(lazy_init=2)),
+    (T, "use_o_direct", dict(use_o_direct="yes")),
+    (T, "dont_use_mmap", dict(dont_use_mmap=None)),
+    (V, "read_ahead", dict(read_ahead=-1)),
+    (T, "skip_cached_images", dict(skip_cached_images=0.0)),
+    (T, "register_buffers", dict(register_buffers="1")),
+    (T, "preserve", dict(preserve=[])),
+    (V, "initial_fill", dict(initial_fill=0)),
+    (T, "initial_fill", dict(initial_fill=1.5)),
+    (V, "tensor_init_bytes", dict(tensor_init_bytes=-1)),
+    (T, "tensor_init_bytes", dict(tensor_init_bytes="1M")),
+    (V, "bytes_per_sample_hint", dict(bytes_per_sample_hint=-1)),
+    (V, "bytes_per_sample_hint[1]", dict(bytes_per_sample_hint=[0, -5])),
+    (T, "bytes_per_sample_hint", dict(bytes_per_sample_hint=0.5)),
+    (V, "shuffle_after_epoch", dict(shuffle_after_epoch=3)),
+    (V, "shuffle_after_epoch", dict(shuffle_after_epoch=True, random_shuffle=True)),
+    (V, "shuffle_after_epoch", dict(shuffle_after_epoch=True, stick_to_shard=True)),
+    (T, "shuffle_after_epoch_seed", dict(shuffle_after_epoch=True, shuffle_after_epoch_seed=1.5)),
+    (V, "shuffle_after_epoch_seed", dict(shuffle_after_epoch_seed=2 ** 64)),
+    # a state, from Reader.state_dict()
+    (T, "state", dict(state=[1, 2])),
+    (V, "state", dict(state={"epoch": 0})),
+    (V, "state", dict(state={"format": "ferry.Reader/1", "epoch": 0, "index": 0})),
+    (V, "state['epoch']", dict(state={"format": "ferry.Reader/1", "epoch": -1, "index": 0,
+                                      "fingerprint": 0, "seed": 0})),
+    (T, "state['index']", dict(state={"format": "ferry.Reader/1", "epoch": 0, "index": "0",
+                                      "fingerprint": 0, "seed": 0})),
     # flags: a bool, or 0 or 1
     (V, "random_shuffle", dict(random_shuffle=2)),
     (T, "random_shuffle", dict(random_shuffle="yes")),
@@ -290,13 +322,35 @@ def test_accepted(root, path, tmp):
                       prefetch_queue_depth=1024, epochs=2) as r:
         check(epoch(r) == [list(range(N))] and epoch(r) == [list(range(N))],
               "num_threads=1024, prefetch_queue_depth=1024")
-    orders = []
-    for seed in (0, 2 ** 64 - 1, np.uint64(2 ** 64 - 1), None):
+    orders, seeds = [], []
+    for seed in (0, 2 ** 64 - 1, np.uint64(2 ** 64 - 1), None, -1, np.int8(-1)):
         with ferry.Reader(file_root=root, batch_size=N, random_shuffle=1, seed=seed) as r:
             orders.append(sum(epoch(r), []))
+            seeds.append(r.seed)
     check(all(sorted(o) == list(range(N)) for o in orders), "seeds: %r" % orders)
-    check(orders[1] == orders[2] and orders[0] == orders[3], "seed 2**64-1 as int and numpy, "
-          "None as 0: %r" % orders)
+    check(orders[1] == orders[2], "seed 2**64-1 as int and numpy: %r" % orders)
+    check(seeds[:3] == [0, 2 ** 64 - 1, 2 ** 64 - 1], "reader.seed of a given seed: %r" % seeds)
+    check(all(isinstance(s, int) and 0 <= s < 2 ** 64 for s in seeds[3:])
+          and len(set(seeds[3:])) == 3, "None and -1: random seeds drawn per reader %r" % seeds)
+    for seed, order in zip(seeds[3:], orders[3:]):
+        with ferry.Reader(file_root=root, batch_size=N, random_shuffle=True, seed=seed) as r:
+            check(sum(epoch(r), []) == order, "reader.seed %d does not repeat its order" % seed)
+    with ferry.Reader(file_root=root, batch_size=2, prefetch_queue_depth=None) as r:
+        check(epoch(r) == [[0, 1], [2, 3], [4]], "prefetch_queue_depth=None")
+    # DALI's arguments at DALI's defaults, and others valid values, all accepted.
+    dali = dict(name="train", lazy_init=False, use_o_direct=False, dont_use_mmap=False,
+                read_ahead=False, shuffle_after_epoch=False, initial_fill=1024,
+                tensor_init_bytes=1048576, skip_cached_images=False, register_buffers=True,
+                bytes_per_sample_hint=[0], preserve=False, device="cpu", seed=-1)
+    with ferry.Reader(file_root=root, batch_size=N, **dali) as r:
+        check(epoch(r) == [list(range(N))], "DALI's defaults")
+        check(r.name == "train" and "train" in repr(r), "name: %r" % r)
+    other = dict(dont_use_mmap=True, read_ahead=1, initial_fill=np.int32(1),
+                 tensor_init_bytes=0, skip_cached_images=True, register_buffers=False,
+                 bytes_per_sample_hint=np.int64(4096), preserve=True, shuffle_after_epoch_seed=5)
+    with ferry.Reader(file_root=root, batch_size=N, **other) as r:
+        check(epoch(r) == [list(range(N))], "DALI's arguments that change nothing changed "
+              "something")
     for shard, shards in ((1, 2), (np.int32(0), np.int64(2))):
         with ferry.Reader(file_root=root, batch_size=N, shard_id=shard, num_shards=shards,
                           stick_to_shard=np.bool_(True), pad_last_batch=0) as r:

@@ -1,5 +1,8 @@
-"""ferry.Array: memory ferry allocated, shared with numpy, torch and cupy without copies."""
+"""ferry.Array: memory ferry allocated, shared with numpy, torch, cupy and jax without copies."""
+from __future__ import annotations
+
 import ctypes
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 from . import _lib
 
@@ -85,17 +88,22 @@ class Array:
     file, or None).
     """
 
-    def __init__(self, owner, ptr, shape, typestr, device, device_id=0, path=None, stream=None):
+    def __init__(self, owner: Any, ptr: Optional[int], shape: Tuple[int, ...], typestr: str,
+                 device: str, device_id: int = 0,
+                 path: Union[str, None, Callable[[], Optional[str]]] = None,
+                 stream: Optional[int] = None) -> None:
         """Wraps memory at ptr that owner keeps alive. Not for direct use:
-        ferry.load and ferry.Reader build arrays. stream is the CUDA stream the
-        data is ready on (None: ready for every stream)."""
+        ferry.load and ferry.Reader build arrays. path is the source file, or a
+        callable that returns it when first asked for (a reader's samples).
+        stream is the CUDA stream the data is ready on (None: ready for every
+        stream)."""
         self._owner = owner
         self.ptr = int(ptr or 0)
         self.shape = tuple(int(n) for n in shape)
         self.typestr = typestr
         self.device = device
         self.device_id = device_id
-        self.path = path
+        self._path = path
         self._stream = stream
         count = 1
         for n in self.shape:
@@ -104,28 +112,35 @@ class Array:
         self.nbytes = count * self.itemsize
 
     @property
-    def dtype(self):
+    def path(self) -> Optional[str]:
+        """The file the data came from, or None."""
+        if callable(self._path):
+            self._path = self._path()
+        return self._path
+
+    @property
+    def dtype(self) -> Any:
         """The element type: a numpy dtype when numpy is importable, else the type string."""
         return _np.dtype(self.typestr) if _np is not None else self.typestr
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         """The number of dimensions."""
         return len(self.shape)
 
-    def __len__(self):
+    def __len__(self) -> int:
         """The length of the first axis (TypeError for a 0-d array)."""
         if not self.shape:
             raise TypeError("len() of a 0-d ferry.Array")
         return self.shape[0]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
+        path = self._path if not callable(self._path) else None  # repr reads no file names
         return "ferry.Array(shape=%r, dtype=%r, device=%r%s)" % (
-            self.shape, self.typestr, self.device,
-            ", path=%r" % self.path if self.path else "")
+            self.shape, self.typestr, self.device, ", path=%r" % path if path else "")
 
     @property
-    def __cuda_array_interface__(self):
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
         """The CUDA Array Interface, version 3 (CUDA arrays only; AttributeError
         on the host device). ``stream`` is None when the data is ready for every
         stream, else the stream (an int) whose work produces it."""
@@ -135,7 +150,7 @@ class Array:
                 "strides": None, "version": 3, "stream": self._stream}
 
     @property
-    def __array_interface__(self):
+    def __array_interface__(self) -> Dict[str, Any]:
         """numpy's array interface, version 3 (host arrays only; AttributeError
         for CUDA arrays). The memory stays valid only while this Array lives:
         prefer numpy(), whose view holds it."""
@@ -144,11 +159,12 @@ class Array:
         return {"shape": self.shape, "typestr": self.typestr, "data": (self.ptr, False),
                 "strides": None, "version": 3}
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> Tuple[int, int]:
         """Returns (device type, device id): (2, ordinal) for kDLCUDA, (1, 0) for kDLCPU."""
         return (KDLCUDA, self.device_id) if self.device == "cuda" else (KDLCPU, 0)
 
-    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(self, stream: Optional[int] = None, max_version: Optional[Tuple[int, int]] = None,
+                   dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
         """Returns a PyCapsule named "dltensor" over a DLManagedTensor that
         shares this array's memory and keeps it alive until the consumer calls
         its deleter (or the unconsumed capsule is collected).
@@ -194,7 +210,7 @@ class Array:
         if wait is not None:
             wait()
 
-    def numpy(self):
+    def numpy(self) -> Any:
         """Returns a numpy array of the data. On the host device it is a view of
         ferry's memory (its ``base`` chain holds this Array, so the memory
         outlives the Array object); for a CUDA array it is a copy to the host

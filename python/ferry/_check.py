@@ -12,6 +12,7 @@ import math
 import numbers
 import operator
 import os
+from typing import Union
 
 try:
     import numpy as _np
@@ -213,3 +214,45 @@ def stream(name, value):
             value = getattr(value, attr)
             break
     return integer(name, value, -1, UINT64_MAX, what)
+
+
+# DALI's device names for ferry's: "gpu" is "cuda", "cpu" the host device.
+DEVICE_ALIASES = {"gpu": "cuda", "cpu": "host"}
+
+
+def device(name, value, devices, none_ok=True):
+    """Returns a device name from devices ('auto', 'cuda', 'host'), DALI's
+    'gpu' and 'cpu' given as 'cuda' and 'host', or None when none_ok."""
+    if isinstance(value, str) and value in DEVICE_ALIASES:
+        return DEVICE_ALIASES[value]
+    return choice(name, value, tuple(devices) + tuple(DEVICE_ALIASES), none_ok=none_ok)
+
+
+def seed(name, value):
+    """Returns a shuffle seed as an int from 0 to 2**64 - 1, or None for
+    DALI's "random" (None or -1)."""
+    what = "None or -1 (a random seed) or an int from 0 to %d" % UINT64_MAX
+    if value is None:
+        return None
+    n = integer(name, value, -1, UINT64_MAX, what)
+    return None if n == -1 else n
+
+
+def optional_name(name, value):
+    """Returns None or a str (the reader's name)."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError("%s must be None or a str, not %s (%r)"
+                        % (name, type(value).__name__, value))
+    return value
+
+
+def hint(name, value):
+    """Returns DALI's bytes_per_sample_hint: an int >= 0 or a sequence of them."""
+    what = "an int >= 0 or a list of them"
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        return [integer(name, value, 0, None, what)]
+    return [integer("%s[%d]" % (name, i), v, 0, None, what) for i, v in enumerate(value)]
+
+
+# What the path arguments accept (for type hints).
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]

@@ -132,6 +132,15 @@ _ERRNO_CLASSES = {code: type(base.__name__.replace("Error", "") + "FerryError",
                   for code, base in _ERRNO_BASES.items()}
 
 
+class RaggedBatchError(FerryError, ValueError):
+    """A batch whose samples differ in shape was used as one array (errno
+    ferry.EMISMATCH). Both a FerryError and a ValueError; the message names
+    two of the files that differ. Its samples are still available one by one."""
+
+
+RaggedBatchError.__module__ = "ferry"
+
+
 def make_error(rc, filename=None):
     """Builds the FerryError for a negative return code rc of the calling thread's
     last ferry call (it reads ferry_last_error, so call it right away)."""
@@ -241,6 +250,10 @@ _PROTOTYPES = {
     "ferry_array_stream_wait": (ctypes.c_int, [_P, _P]),
     "ferry_load_into": (ctypes.c_int, [_P, ctypes.c_char_p, _P, ctypes.c_size_t,
                                        ctypes.POINTER(ArrayInfo)]),
+    "ferry_load_into_async": (ctypes.c_int, [_P, ctypes.c_char_p, _P, ctypes.c_size_t,
+                                             ctypes.POINTER(_P)]),
+    "ferry_read_range": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64,
+                                        _P]),
     # The dataset reader; optional until libferry provides it.
     "ferry_reader_open": (ctypes.c_int, [_P, ctypes.POINTER(ReaderConfig), ctypes.POINTER(_P)]),
     "ferry_reader_next": (ctypes.c_int, [_P, ctypes.POINTER(_P)]),

@@ -1,38 +1,57 @@
 """ferry.Reader: batches of a .npy dataset, with DALI's numpy reader options."""
+from __future__ import annotations
+
+import collections.abc
 import ctypes
 import errno
+import functools
 import heapq
 import itertools
+import operator
 import os
+import secrets
 import threading
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _check, _lib
 from ._array import Array
-from ._context import (DEVICES, _as_result, _check_ctx, _CopiesOwner, _torch_stream,
-                       default_context, _stream_number)
+from ._context import (DEVICES, Context, _as_result, _check_ctx, _CopiesOwner, _torch_stream,
+                       shared_context, _stream_number)
+
+try:
+    import numpy as _np
+except ImportError:  # numpy is optional
+    _np = None
 
 _OOB = {"error": 0, "pad": 1, "trim_to_shape": 2, "trim": 2}
 _ON_ERROR = {"stop": 0, "skip": 1}
 # How long one wait in C lasts: between waits Python runs its signal handlers
 # (Ctrl-C raises KeyboardInterrupt) and notices a close() from another thread.
 _WAIT_SLICE_MS = 100
+# What Reader.state_dict() says it is.
+STATE_FORMAT = "ferry.Reader/1"
+# The seed of shuffle_after_epoch=True without shuffle_after_epoch_seed: fixed,
+# so that every run reads the same orders, as DALI's fixed default seed does.
+SHUFFLE_AFTER_EPOCH_SEED = 0x2545F4914F6CDD1D
 
 
 class _ReaderHandle(_lib.Handle):
     """Owns one ferry_reader (and the config memory it was opened with), a
     dependent of its context. Its batches are its dependents: the C reader
-    closes when the reader is closed (or collected) and no batch remains."""
+    closes when the reader is closed (or collected, or replaced by set_epoch or
+    load_state_dict) and no batch remains."""
 
     def __init__(self, ctx, ptr, keep):
         super().__init__(ptr, _lib.get().ferry_reader_close, parent=ctx)
         self.ctx = ctx          # the _CtxHandle: outlives the reader
         self._keep = keep       # ctypes objects the config points into
+        self.nfiles = None      # the dataset's files, once len() needed them
 
 
 class _BatchOwner(_lib.Handle, _CopiesOwner):
-    """Owns one ferry_batch, a dependent of its reader. Every array of the
-    batch holds it; when the last one is collected the batch goes back to the
-    reader for reuse."""
+    """Owns one ferry_batch, a dependent of its reader. The Batch and every
+    array or view of it hold it; when the last is gone the batch goes back to
+    the reader for reuse."""
 
     def __init__(self, reader, ptr):
         lib = _lib.get()
@@ -41,14 +60,250 @@ class _BatchOwner(_lib.Handle, _CopiesOwner):
         self.path = None  # a batch's wait error names no single file
         self._stream_wait = lib.ferry_batch_stream_wait
         self._host_wait = lib.ferry_batch_wait
+        self.described = None
+
+    def describe(self):
+        """(paths, is_padding) of the batch's samples, asked of libferry once
+        (one call a sample), when first wanted."""
+        got = self.described
+        if got is None:
+            lib = _lib.get()
+            sample = _lib.Sample()
+            paths, padding = [], []
+            for i in range(lib.ferry_batch_size(self.ptr)):
+                _lib.check(lib.ferry_batch_sample(self.ptr, i, ctypes.byref(sample)))
+                paths.append(os.fsdecode(sample.path) if sample.path else None)
+                padding.append(bool(sample.is_padding))
+            got = self.described = (paths, padding)
+        return got
 
 
-class Batch(list):
-    """One batch: a list of arrays (numpy views on the host device, ferry.Array
-    on a GPU), one a sample, padding included. Attributes: epoch, index (the
-    batch's position in its epoch), paths (each sample's source file),
-    is_padding (per sample: a pad_last_batch repeat). The batch's memory goes
-    back to the reader only after every array of it is gone."""
+def _path_of(owner, i):
+    return owner.describe()[0][i]
+
+
+class Batch(collections.abc.Sequence):
+    """One batch of a ferry.Reader.
+
+    When its samples share a shape (always after a fixed ROI; they always
+    share a dtype) the batch is one dense C-order array [B, ...] in device
+    memory, B counting padding: ``__cuda_array_interface__`` and
+    ``__dlpack__`` / ``__dlpack_device__`` on a GPU, ``__array_interface__``
+    and ``numpy()`` (a view) on the host device. So
+    ``torch.as_tensor(batch, device="cuda")``, ``torch.from_dlpack(batch)``,
+    ``cupy.asarray(batch)``, ``jax.dlpack.from_dlpack(batch)`` and
+    ``np.asarray(batch)`` are the whole batch without a copy. ``stackable``
+    says whether it is; ``shape``, ``dtype``, ``typestr``, ``ptr``,
+    ``nbytes`` describe that array. A batch whose samples differ in shape (a
+    ragged batch) raises ferry.RaggedBatchError (a FerryError and a
+    ValueError naming two of the files) for all of these.
+
+    It is also a sequence of its samples: ``len(batch)``, ``batch[i]``,
+    iteration, each sample a numpy view (host device) or a ferry.Array (GPU)
+    inside the batch's memory, made only when asked for. ``epoch``,
+    ``index`` (its position in its epoch), ``paths`` (each sample's file)
+    and ``is_padding`` (per sample: a pad_last_batch repeat, whose data is a
+    copy of the last real sample) are read from libferry only when asked.
+
+    The batch's memory goes back to the reader once the Batch and every
+    array, view, tensor or DLPack capsule made from it are gone.
+    """
+
+    def __init__(self, owner, device, epoch, index, size, whole, ragged, last):
+        """Not for direct use: ferry.Reader makes batches."""
+        self._owner = owner
+        self.device = device
+        self.epoch = epoch
+        self.index = index
+        self._size = size
+        self._whole = whole      # an Array of the whole batch, or None when ragged
+        self._ragged = ragged    # the FerryError libferry gave for stacking, or None
+        self._last = last        # the last batch of its epoch
+        self._samples = None
+        self._np = None
+
+    # ---- as a sequence of samples ----
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, i: Union[int, slice]) -> Any:
+        if isinstance(i, slice):
+            return [self._sample(k) for k in range(*i.indices(self._size))]
+        k = operator.index(i)
+        if k < 0:
+            k += self._size
+        if not 0 <= k < self._size:
+            raise IndexError("batch index %d out of range (%d samples)" % (i, self._size))
+        return self._sample(k)
+
+    def __iter__(self) -> Iterator[Any]:
+        for k in range(self._size):
+            yield self._sample(k)
+
+    def _sample(self, k):
+        samples = self._samples
+        if samples is None:
+            if self._whole is None:
+                self._ragged_samples()
+                return self._samples[k]
+            samples = self._samples = [None] * self._size
+        x = samples[k]
+        if x is None:
+            x = samples[k] = self._view(k)
+        return x
+
+    def _view(self, k):
+        """Sample k of a stacked batch: a view into it, no call into libferry."""
+        whole = self._whole
+        if whole.device != "cuda" and _np is not None:
+            return self.numpy()[k]
+        step = whole.nbytes // self._size
+        return Array(self._owner, whole.ptr + k * step, whole.shape[1:], whole.typestr,
+                     whole.device, whole.device_id, functools.partial(_path_of, self._owner, k),
+                     stream=whole._stream)
+
+    def _ragged_samples(self):
+        """A ragged batch's samples, each described by libferry."""
+        lib = _lib.get()
+        owner = self._owner
+        sample = _lib.Sample()
+        out, paths, padding = [], [], []
+        for k in range(self._size):
+            _lib.check(lib.ferry_batch_sample(owner.ptr, k, ctypes.byref(sample)))
+            path = os.fsdecode(sample.path) if sample.path else None
+            shape = tuple(sample.shape[d] for d in range(sample.ndim))
+            array = Array(owner, sample.data, shape, _lib.typestr(sample.dtype), self.device,
+                          owner.ctx.device_id, path, stream=self._stream)
+            out.append(_as_result(array))
+            paths.append(path)
+            padding.append(bool(sample.is_padding))
+        owner.described = (paths, padding)
+        self._samples = out
+
+    @property
+    def _stream(self):
+        return self._whole._stream if self._whole is not None else self._ragged_stream
+
+    @property
+    def paths(self) -> List[Optional[str]]:
+        """Each sample's source file (padding repeats the last real one's)."""
+        return self._owner.describe()[0]
+
+    @property
+    def is_padding(self) -> List[bool]:
+        """Per sample: True for a pad_last_batch repeat."""
+        return self._owner.describe()[1]
+
+    # ---- as one array ----
+
+    @property
+    def stackable(self) -> bool:
+        """True when the batch is one dense [B, ...] array (its samples share a shape)."""
+        return self._whole is not None
+
+    def _stacked(self):
+        if self._whole is None:
+            e = self._ragged
+            raise _lib.RaggedBatchError(
+                e.errno, e.strerror, None,
+                "%s; batch %d of epoch %d can only be used sample by sample (batch[i])"
+                % (e.message, self.index, self.epoch))
+        return self._whole
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """The stacked batch's shape: (samples, padding included, *sample shape)."""
+        return self._stacked().shape
+
+    @property
+    def typestr(self) -> str:
+        """The element type as numpy's type string ('<f4')."""
+        return self._stacked().typestr
+
+    @property
+    def dtype(self) -> Any:
+        """The element type: a numpy dtype when numpy is importable, else the type string."""
+        return self._stacked().dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._stacked().shape)
+
+    @property
+    def ptr(self) -> int:
+        """The stacked batch's address in device memory."""
+        return self._stacked().ptr
+
+    @property
+    def nbytes(self) -> int:
+        return self._stacked().nbytes
+
+    @property
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
+        """The CUDA Array Interface (version 3) of the stacked batch (a GPU
+        batch; AttributeError on the host device)."""
+        if self.device != "cuda":
+            raise AttributeError("__cuda_array_interface__: this batch is in host memory")
+        return self._stacked().__cuda_array_interface__
+
+    @property
+    def __array_interface__(self) -> Dict[str, Any]:
+        """numpy's array interface of the stacked batch (host device only;
+        AttributeError on a GPU). np.asarray(batch) keeps the batch alive."""
+        if self.device == "cuda":
+            raise AttributeError("__array_interface__: this batch is in GPU memory")
+        return self._stacked().__array_interface__
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        """(2, ordinal) on a GPU (kDLCUDA), (1, 0) on the host device (kDLCPU)."""
+        if self._whole is not None:
+            return self._whole.__dlpack_device__()
+        return (2, self._owner.ctx.device_id) if self.device == "cuda" else (1, 0)
+
+    def __dlpack__(self, stream: Optional[int] = None, max_version: Optional[Tuple[int, int]] = None,
+                   dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
+        """A DLPack capsule of the stacked batch (see ferry.Array.__dlpack__);
+        it keeps the batch's memory alive until its consumer lets it go."""
+        return self._stacked().__dlpack__(stream=stream, max_version=max_version,
+                                          dl_device=dl_device, copy=copy)
+
+    def numpy(self) -> Any:
+        """The stacked batch as a numpy array: a view of ferry's memory on the
+        host device (the same one each call), a copy to the host for a GPU
+        batch. Requires numpy."""
+        whole = self._stacked()
+        if whole.device == "cuda":
+            return whole.numpy()
+        if self._np is None:
+            self._np = whole.numpy()
+        return self._np
+
+    def __repr__(self) -> str:
+        if self._whole is not None:
+            what = "shape=%r, dtype=%r" % (self._whole.shape, self._whole.typestr)
+        else:
+            what = "samples=%d, ragged" % self._size
+        return "ferry.Batch(epoch=%d, index=%d, %s, device=%r)" % (
+            self.epoch, self.index, what, self.device)
+
+
+def _make_batch(owner, lib, ptr, device, epoch, index, last, stream):
+    """A Batch of the ferry_batch at ptr: a constant number of calls into
+    libferry, whatever the batch size."""
+    shape = _lib.BatchShape()
+    rc = lib.ferry_batch_shape(ptr, ctypes.byref(shape))
+    if rc == 0:
+        dims = tuple(shape.shape[:shape.ndim])
+        whole = Array(owner, lib.ferry_batch_data(ptr), dims, _lib.typestr(shape.dtype), device,
+                      owner.ctx.device_id, stream=stream)
+        return Batch(owner, device, epoch, index, dims[0], whole, None, last)
+    if rc != -_lib.EMISMATCH:
+        raise _lib.make_error(rc)
+    ragged = _lib.make_error(rc)  # libferry's message names two files that differ
+    batch = Batch(owner, device, epoch, index, lib.ferry_batch_size(ptr), None, ragged, last)
+    batch._ragged_stream = stream
+    return batch
 
 
 def _error_file(message):
@@ -62,10 +317,20 @@ def _error_file(message):
     return None
 
 
+def _world_size():
+    """$WORLD_SIZE as libferry reads it when a reader names no shards (1 when unset)."""
+    text = os.environ.get("WORLD_SIZE", "").strip()
+    try:
+        return max(1, int(text)) if text else 1
+    except ValueError:
+        return 1
+
+
 class Reader:
     """Reads a dataset of .npy files in batches, loading ahead in the
     background: a replacement for DALI's fn.readers.numpy, with its argument
-    names.
+    names (python/README.md has a table of every DALI argument and what ferry
+    does with it).
 
     Sources (one of): file_root (a directory, searched recursively for names
     matching file_filter, default '*.npy'), file_list (a text file of paths,
@@ -79,14 +344,19 @@ class Reader:
     alone takes the shard from $RANK, else 0; shard i of n holds samples
     [N*i/n, N*(i+1)/n)); stick_to_shard (False: epoch e reads shard
     (shard_id + e) % num_shards); random_shuffle, seed (an int from 0 to
-    2**64 - 1; None: 0; the same permutation for the same seed and epoch on
-    every machine); pad_last_batch (fill the last batch by repeating the last
-    sample); prefetch_queue_depth (batches loading ahead, 1 to 1024, default
-    2); num_threads (IO threads, 1 to 1024; None: the context's);
-    cache_header_information (True: headers are cached, checked against size
-    and mtime); on_error ('stop' raises, 'skip' leaves bad files out of their
-    batch). The flags (stick_to_shard, random_shuffle, pad_last_batch,
-    cache_header_information) take a bool, or 0 or 1.
+    2**64 - 1, the same permutation for the same seed and epoch on every
+    machine; None or -1, DALI's default: a random seed drawn once for this
+    reader, which ``seed`` then holds); pad_last_batch (fill the last batch
+    by repeating the last sample); shuffle_after_epoch (DALI's: every epoch a
+    new permutation of the whole dataset, the same in every run unless
+    shuffle_after_epoch_seed is given; not with random_shuffle or
+    stick_to_shard; with one shard only: NotImplementedError for more, which
+    libferry cannot read yet); prefetch_queue_depth (batches loading ahead, 1
+    to 1024; None, the default: libferry sizes the window, at least 2 batches
+    and more for small ones); num_threads (IO threads, 1 to 1024; None: the
+    context's); cache_header_information (True: headers are cached, checked
+    against size and mtime); on_error ('stop' raises, 'skip' leaves bad files
+    out of their batch). The flags take a bool, or 0 or 1.
 
     Region of interest, in C-order coordinates, as DALI defines it: roi_start,
     roi_end, roi_shape (sequences of ints that fit int64) or rel_roi_start,
@@ -96,16 +366,27 @@ class Reader:
     ('error', 'pad' or 'trim_to_shape'), fill_value (padding value, a real
     number, 0).
 
-    device ('cuda', 'host', 'auto'; None: $FERRY_DEVICE) picks the module's
-    default context, unless ctx (a ferry.Context) is given. stream (None, an
-    int CUstream, or a torch/cupy stream) is where batches must be ready;
-    None means torch.cuda.current_stream() (taken at each batch) when torch is
-    imported and the device is cuda, else batches are waited for on the host
+    device ('cuda', 'host', 'auto', DALI's 'gpu' and 'cpu'; None:
+    $FERRY_DEVICE) picks the module's default context, unless ctx (a
+    ferry.Context) is given; use_o_direct=True picks a shared context of that
+    device that reads with O_DIRECT (with ctx, the context must have been
+    made with direct=True). stream (None, an int CUstream, or a torch/cupy
+    stream) is where batches must be ready; None means
+    torch.cuda.current_stream() (taken at each batch) when torch is imported
+    and the device is cuda, else batches are waited for on the host
     (ferry_batch_wait). With a stream, ferry_batch_stream_wait makes that
-    stream wait for the batch, and each array's __cuda_array_interface__
-    'stream' names it (1 for the legacy default stream). libferry currently
-    completes every batch before handing it over, so either wait returns at
-    once; the caller's thread blocks only while the next batch is loading.
+    stream wait for the batch, and its __cuda_array_interface__ 'stream'
+    names it (1 for the legacy default stream). libferry completes every
+    batch before handing it over, so either wait returns at once; the
+    caller's thread blocks only while the next batch is loading.
+
+    state (a dict from state_dict(), perhaps of another process) starts the
+    reader where that state was; lazy_init=True opens the dataset at the
+    first use instead of here (DALI's lazy_init); name names the reader (in
+    its repr). DALI's dont_use_mmap, read_ahead, initial_fill,
+    tensor_init_bytes, skip_cached_images, register_buffers,
+    bytes_per_sample_hint and preserve are checked and accepted, and change
+    nothing (see python/README.md).
 
     Every argument is checked before libferry sees it: TypeError for a wrong
     type (a bool where a number is meant included; numpy integers are
@@ -113,22 +394,45 @@ class Reader:
     byte") for a path with a NUL byte, as open() raises), each naming the
     argument and what it accepts.
 
-    Iterating yields Batch objects (lists of arrays) up to the end of the
-    current epoch; iterate again for the next epoch. len() is the number of
-    batches in an epoch. Raises FerryError (bad options, no files, a file's
-    error: that batch is dropped and iteration can go on; an epoch in which
+    Iterating yields Batch objects up to the end of the current epoch;
+    iterate again for the next epoch. len() is the number of batches of the
+    epoch the next iteration reads. set_epoch(e) makes the next iteration read
+    epoch e; state_dict() and load_state_dict() save and restore the
+    position. Raises FerryError (bad options, no files, a file's error: that
+    batch is dropped and iteration can go on; an epoch in which
     on_error='skip' skipped every file). Threads may share a reader
     (next_batch gives each batch to one of them). Use it as a context
     manager, or call close().
     """
 
-    def __init__(self, file_root=None, file_list=None, files=None, file_filter=None,
-                 batch_size=1, shard_id=None, num_shards=None, random_shuffle=False,
-                 seed=None, stick_to_shard=False, pad_last_batch=False, prefetch_queue_depth=2,
-                 num_threads=None, roi_start=None, roi_end=None, roi_shape=None,
-                 rel_roi_start=None, rel_roi_end=None, rel_roi_shape=None, roi_axes=None,
-                 out_of_bounds_policy="error", fill_value=0.0, epochs=None, device=None,
-                 ctx=None, stream=None, cache_header_information=True, on_error="stop"):
+    def __init__(self, file_root: Optional[_check.PathLike] = None,
+                 file_list: Optional[_check.PathLike] = None,
+                 files: Optional[Sequence[_check.PathLike]] = None,
+                 file_filter: Optional[Union[str, bytes]] = None, batch_size: int = 1,
+                 shard_id: Optional[int] = None, num_shards: Optional[int] = None,
+                 random_shuffle: bool = False, seed: Optional[int] = None,
+                 stick_to_shard: bool = False, pad_last_batch: bool = False,
+                 prefetch_queue_depth: Optional[int] = None, num_threads: Optional[int] = None,
+                 roi_start: Optional[Sequence[int]] = None, roi_end: Optional[Sequence[int]] = None,
+                 roi_shape: Optional[Sequence[int]] = None,
+                 rel_roi_start: Optional[Sequence[float]] = None,
+                 rel_roi_end: Optional[Sequence[float]] = None,
+                 rel_roi_shape: Optional[Sequence[float]] = None,
+                 roi_axes: Optional[Sequence[int]] = None, out_of_bounds_policy: str = "error",
+                 fill_value: float = 0.0, epochs: Optional[int] = None,
+                 device: Optional[str] = None, ctx: Optional[Context] = None, stream: Any = None,
+                 cache_header_information: bool = True, on_error: str = "stop", *,
+                 state: Optional[Dict[str, Any]] = None, name: Optional[str] = None,
+                 lazy_init: bool = False, use_o_direct: bool = False,
+                 shuffle_after_epoch: bool = False,
+                 shuffle_after_epoch_seed: Optional[int] = None, dont_use_mmap: bool = False,
+                 read_ahead: bool = False, initial_fill: int = 1024,
+                 tensor_init_bytes: int = 1048576, skip_cached_images: bool = False,
+                 register_buffers: bool = True,
+                 bytes_per_sample_hint: Union[int, Sequence[int]] = 0,
+                 preserve: bool = False) -> None:
+        self._handle = None
+        self._closed = False
         missing = _lib.missing_reader_functions()
         if missing:
             raise NotImplementedError(
@@ -163,11 +467,12 @@ class Reader:
         cfg.stick_to_shard = _check.flag("stick_to_shard", stick_to_shard)
         cfg.pad_last_batch = _check.flag("pad_last_batch", pad_last_batch)
         cfg.random_shuffle = _check.flag("random_shuffle", random_shuffle)
-        cfg.seed = _check.optional_integer("seed", seed, 0, _check.UINT64_MAX, "seed 0") or 0
+        seed = _check.seed("seed", seed)
         cfg.threads = _check.optional_integer("num_threads", num_threads, 1, _check.THREADS_MAX,
                                               "the context's") or 0
-        cfg.prefetch_depth = _check.integer("prefetch_queue_depth", prefetch_queue_depth, 1,
-                                            _check.PREFETCH_MAX)
+        cfg.prefetch_depth = _check.optional_integer(
+            "prefetch_queue_depth", prefetch_queue_depth, 1, _check.PREFETCH_MAX,
+            "sized by libferry") or 0
         cfg.no_header_cache = 1 - _check.flag("cache_header_information",
                                               cache_header_information)
         cfg.on_error = _ON_ERROR[_check.choice("on_error", on_error, tuple(_ON_ERROR))]
@@ -180,17 +485,17 @@ class Reader:
                ("roi_shape_rel", ctypes.c_double, rel_roi_shape, "rel_roi_shape"),
                ("roi_axes", ctypes.c_int, roi_axes, "roi_axes")]
         lengths = {}
-        for field, ctype, values, name in roi:
+        for field, ctype, values, arg in roi:
             if values is None:
                 continue
             if ctype is ctypes.c_double:
-                values = _check.reals(name, values)
-            elif name == "roi_axes":
-                values = _check.axes(name, values)
+                values = _check.reals(arg, values)
+            elif arg == "roi_axes":
+                values = _check.axes(arg, values)
             else:
-                values = _check.integers(name, values, _check.INT64_MIN, _check.INT64_MAX,
+                values = _check.integers(arg, values, _check.INT64_MIN, _check.INT64_MAX,
                                          "an int that fits int64")
-            lengths[name] = len(values)
+            lengths[arg] = len(values)
             arr = (ctype * max(1, len(values)))(*values)
             keep.append(arr)
             setattr(cfg, field, ctypes.cast(arr, ctypes.POINTER(ctype)))
@@ -201,42 +506,162 @@ class Reader:
         cfg.out_of_bounds_policy = _OOB[_check.choice("out_of_bounds_policy",
                                                       out_of_bounds_policy, tuple(_OOB))]
         cfg.fill_value = _check.real("fill_value", fill_value)
+        # DALI's remaining arguments.
+        self.name = _check.optional_name("name", name)
+        lazy_init = _check.flag("lazy_init", lazy_init)
+        use_o_direct = _check.flag("use_o_direct", use_o_direct)
+        for arg, value in (("dont_use_mmap", dont_use_mmap), ("read_ahead", read_ahead),
+                           ("skip_cached_images", skip_cached_images),
+                           ("register_buffers", register_buffers), ("preserve", preserve)):
+            _check.flag(arg, value)
+        _check.integer("initial_fill", initial_fill, 1, None)
+        _check.integer("tensor_init_bytes", tensor_init_bytes, 0, None)
+        _check.hint("bytes_per_sample_hint", bytes_per_sample_hint)
+        if _check.flag("shuffle_after_epoch", shuffle_after_epoch):
+            seed = self._shuffle_after_epoch(cfg, shuffle_after_epoch_seed)
+        elif shuffle_after_epoch_seed is not None:
+            _check.integer("shuffle_after_epoch_seed", shuffle_after_epoch_seed,
+                           _check.INT64_MIN, _check.UINT64_MAX)
+        self._seed_given = seed is not None
+        self.seed = seed if seed is not None else secrets.randbits(64)
+        cfg.seed = self.seed
         # Where batches go.
-        _check.choice("device", device, DEVICES, none_ok=True)
+        device = _check.device("device", device, DEVICES)
         _check_ctx(ctx)
         _stream_number(stream)
+        if use_o_direct and ctx is not None and ctx.direct is not True:
+            raise ValueError("use_o_direct=True: ctx was not made with direct=True "
+                             "(make it so, or leave ctx out for a shared O_DIRECT context)")
         self._stream = stream
-        # Guards _stash and _calls. Reentrant: a signal handler may close the
-        # reader on a thread that holds it.
+        # Guards _handle, _stash and _calls. Reentrant: a signal handler may
+        # close the reader on a thread that holds it.
         self._lock = threading.RLock()
         self._calls_done = threading.Condition(self._lock)
         self._calls = {}               # thread id: calls in progress on this reader
         self._stash = []               # batches an iteration took from the next epoch
         self._seq = itertools.count()
-        self._handle = None
-        self._ctx = ctx or default_context(device)
+        self._exhausted = None         # (epoch, 0) when a state put it past its epochs
+        self._pending_epoch = None     # set_epoch before the dataset was opened
+        self._pending_state = None
+        self._cfg, self._keep = cfg, keep
+        self._source = file_list if file_list is not None else file_root
+        self._ctx = ctx or shared_context(device, direct=bool(use_o_direct))
+        if state is not None:
+            self._pending_state = self._take_state(state)
+        if not lazy_init:
+            self._start()
 
-        keep.append(cfg)
+    def _shuffle_after_epoch(self, cfg, seed):
+        """DALI's shuffle_after_epoch, as libferry can read it: with one shard
+        a permutation of the shard per epoch is one of the whole dataset."""
+        if cfg.random_shuffle:
+            raise ValueError("shuffle_after_epoch and random_shuffle cannot both be set "
+                             "(as in DALI)")
+        if cfg.stick_to_shard:
+            raise ValueError("shuffle_after_epoch and stick_to_shard cannot both be set "
+                             "(as in DALI)")
+        shards = cfg.num_shards if cfg.num_shards > 0 else _world_size()
+        if shards > 1:
+            raise NotImplementedError(
+                "shuffle_after_epoch with %d shards: DALI permutes the whole dataset each epoch "
+                "and then shards it, and libferry shuffles only within a shard; use "
+                "random_shuffle=True (a new order of each shard every epoch) instead" % shards)
+        cfg.random_shuffle = 1
+        cfg.stick_to_shard = 1
+        if seed is None:
+            return SHUFFLE_AFTER_EPOCH_SEED
+        return _check.integer("shuffle_after_epoch_seed", seed, _check.INT64_MIN,
+                              _check.UINT64_MAX) % (1 << 64)
+
+    # ---- opening the C reader ----
+
+    def _open_c(self, resume=None):
+        """Opens a C reader on this reader's config, at resume (epoch, index,
+        fingerprint) when given."""
+        cfg = _lib.ReaderConfig.from_buffer_copy(self._cfg)
+        keep = [self._cfg, self._keep, cfg]
+        if resume is not None:
+            st = _lib.ReaderState(epoch=resume[0], index=resume[1], fingerprint=resume[2])
+            keep.append(st)
+            cfg.resume = ctypes.addressof(st)
         ctx_handle = self._ctx._live()
         ptr = ctypes.c_void_p()
         _lib.check(_lib.get().ferry_reader_open(ctx_handle.ptr, ctypes.byref(cfg),
-                                                ctypes.byref(ptr)),
-                   file_list if file_list is not None else file_root)
-        self._handle = _ReaderHandle(ctx_handle, ptr.value, keep)
+                                                ctypes.byref(ptr)), self._source)
+        return _ReaderHandle(ctx_handle, ptr.value, keep)
 
-    def _live(self):
-        h = self._handle
-        if h is None:
-            raise ValueError("ferry.Reader is closed")
-        return h
+    def _open_at(self, target):
+        """Opens a C reader at target (epoch, index, fingerprint) or at the
+        start (None). Returns it and, for a target at the end of the last
+        epoch (where a finished run's state stands), (epochs, 0): the reader
+        then gives nothing. libferry refuses a state of another dataset or
+        other settings; this checks the fingerprint of an end state itself."""
+        epochs = self._cfg.epochs
+        if target is None or not epochs or target[0] < epochs:
+            return self._open_c(target), None
+        h = self._open_c(None)
+        fingerprint = self._fingerprint(h)
+        if fingerprint != target[2] or tuple(target[:2]) != (epochs, 0):
+            h.release()
+            lib = _lib.get()
+            why = ("the state is of another dataset listing or other settings (fingerprint "
+                   "%016x, this reader's %016x)" % (target[2], fingerprint)
+                   if fingerprint != target[2] else
+                   "the state's batch %d of epoch %d does not exist (%d epochs)"
+                   % (target[1], target[0], epochs))
+            raise _lib.FerryError(_lib.ECONFIG, lib.ferry_strerror(-_lib.ECONFIG).decode(),
+                                  self._source, "%s: %s" % (self._source_name(), why))
+        return h, (epochs, 0)
+
+    def _source_name(self):
+        source = self._source
+        return os.fsdecode(source) if source is not None else "reader"
+
+    def _start(self):
+        """The C reader, opened now if it was not (lazy_init, or after a
+        set_epoch or state given before)."""
+        with self._lock:
+            h = self._handle
+            if h is not None:
+                return h
+            if self._closed:
+                raise ValueError("ferry.Reader is closed")
+            state, epoch = self._pending_state, self._pending_epoch
+            h, exhausted = self._open_at(state)
+            if epoch:
+                fingerprint = self._fingerprint(h)
+                h.release()
+                h, exhausted = self._open_at((epoch, 0, fingerprint))
+            self._handle, self._exhausted = h, exhausted
+            self._pending_state = self._pending_epoch = None
+            return h
+
+    def _reset(self, target):
+        """Replaces the C reader by one opened at target (set_epoch,
+        load_state_dict). Batches taken before stay valid; other threads
+        waiting in next_batch get ValueError."""
+        me = threading.get_ident()
+        with self._lock:
+            if self._closed:
+                raise ValueError("ferry.Reader is closed")
+            new, exhausted = self._open_at(target)
+            old, self._handle = self._handle, new
+            self._exhausted = exhausted
+            self._pending_state = self._pending_epoch = None
+            stash, self._stash = self._stash, []
+            self._calls_done.wait_for(lambda: not any(
+                n for ident, n in self._calls.items() if ident != me))
+        del stash
+        if old is not None:
+            old.release()  # a background error of the reader left behind is of no interest
 
     def _hold(self):
-        """Returns the live handle, counted as busy until _drop(h): close()
-        waits for the calls in progress on other threads to end (next_batch
-        ends its wait within a slice), so that the C reader is never freed
-        under a call."""
+        """Returns the live handle (opening it for lazy_init), counted as busy
+        until _drop(h): close() waits for the calls in progress on other
+        threads to end (next_batch ends its wait within a slice), so that the
+        C reader is never freed under a call."""
         with self._lock:
-            h = self._live()
+            h = self._start()
             if not h.hold():
                 raise ValueError("ferry.Reader is closed")
             me = threading.get_ident()
@@ -252,17 +677,31 @@ class Reader:
                 del self._calls[me]
             self._calls_done.notify_all()
 
+    # ---- what it is ----
+
     @property
-    def device(self):
+    def device(self) -> str:
         """The device batches land on: 'cuda' or 'host'."""
-        return self._live().ctx.device
+        if self._closed:
+            raise ValueError("ferry.Reader is closed")
+        h = self._handle
+        return h.ctx.device if h is not None else self._ctx.device
+
+    @property
+    def batch_size(self) -> int:
+        return self._cfg.batch_size
+
+    @property
+    def epochs(self) -> Optional[int]:
+        """The epochs to read (None: no limit)."""
+        return self._cfg.epochs or None
 
     def _epoch_info(self, h):
         out = _lib.EpochInfo()
         _lib.check(_lib.get().ferry_reader_epoch_info(h.ptr, ctypes.byref(out)))
         return {name: getattr(out, name) for name, _ in _lib.EpochInfo._fields_}
 
-    def epoch_info(self):
+    def epoch_info(self) -> Dict[str, int]:
         """Returns a dict describing the epoch of the batch libferry returned
         last (a batch that an iteration kept for the next one counts):
         epoch, samples (padding included), real_samples, batches, shard_id."""
@@ -272,9 +711,10 @@ class Reader:
         finally:
             self._drop(h)
 
-    def stats(self):
+    def stats(self) -> Dict[str, int]:
         """Returns the reader's counters as a dict: samples, bytes_delivered,
-        bytes_read, files_skipped, batches."""
+        bytes_read, files_skipped, batches (of the C reader in use: set_epoch
+        and load_state_dict start new counts)."""
         h = self._hold()
         try:
             out = _lib.ReaderStats()
@@ -283,12 +723,181 @@ class Reader:
         finally:
             self._drop(h)
 
-    def __len__(self):
-        """The number of batches in an epoch of this shard (the epoch of the
-        batch returned last, or the first epoch before any)."""
-        return int(self.epoch_info()["batches"])
+    def __len__(self) -> int:
+        """The number of batches of the epoch the next iteration reads (the
+        current one while an epoch is under way), padding and this reader's
+        shard of that epoch taken into account; 0 after the last of epochs.
+        With shards that rotate (stick_to_shard False, several shards) an
+        epoch not yet begun may have a shard of another size: the first time
+        that matters the dataset is listed once more to count its files."""
+        h = self._hold()
+        try:
+            return self._batches_of_next(h)
+        finally:
+            self._drop(h)
 
-    def next_batch(self):
+    def _batches_of_next(self, h):
+        epoch, _ = self._position(h)
+        if self._cfg.epochs and epoch >= self._cfg.epochs:
+            return 0
+        info = self._epoch_info(h)
+        if info["epoch"] == epoch or self._cfg.stick_to_shard or self._shards() == 1:
+            return int(info["batches"])
+        return self._batches_in(h, epoch, info)
+
+    def _shards(self):
+        return self._cfg.num_shards if self._cfg.num_shards > 0 else _world_size()
+
+    def _batches_in(self, h, epoch, info):
+        """Batches of a rotating shard's epoch, from the number of files."""
+        n = self._shards()
+        files = self._count_files(h)
+        first = (info["shard_id"] - info["epoch"]) % n  # the shard epoch 0 reads
+
+        def samples(e):
+            s = (first + e) % n
+            return files * (s + 1) // n - files * s // n
+        if samples(info["epoch"]) != info["real_samples"]:  # the listing changed meanwhile
+            return int(info["batches"])
+        size = self._cfg.batch_size
+        return (samples(epoch) + size - 1) // size
+
+    def _count_files(self, h):
+        """The number of files in the dataset: a second listing, by a C reader
+        of one shard that loads one file, once per C reader."""
+        if h.nfiles is None:
+            cfg = _lib.ReaderConfig.from_buffer_copy(self._cfg)
+            cfg.batch_size, cfg.epochs, cfg.shard_id, cfg.num_shards = 1, 1, 0, 1
+            cfg.pad_last_batch = cfg.random_shuffle = 0
+            cfg.threads = cfg.prefetch_depth = 1
+            cfg.on_error = _ON_ERROR["skip"]
+            cfg.roi_nvals = 0
+            for field in ("roi_start", "roi_end", "roi_shape", "roi_start_rel", "roi_end_rel",
+                          "roi_shape_rel", "roi_axes"):
+                setattr(cfg, field, None)
+            cfg.resume = None
+            lib = _lib.get()
+            ptr = ctypes.c_void_p()
+            _lib.check(lib.ferry_reader_open(h.ctx.ptr, ctypes.byref(cfg), ctypes.byref(ptr)),
+                       self._source)
+            try:
+                out = _lib.EpochInfo()
+                lib.ferry_reader_epoch_info(ptr, ctypes.byref(out))
+                h.nfiles = out.real_samples
+            finally:
+                lib.ferry_reader_close(ptr)
+        return h.nfiles
+
+    # ---- where it stands ----
+
+    def _fingerprint(self, h):
+        st = _lib.ReaderState()
+        _lib.check(_lib.get().ferry_reader_save_state(h.ptr, ctypes.byref(st)))
+        return st.fingerprint
+
+    def _position(self, h):
+        """(epoch, index) of the batch the reader gives next: a batch an
+        iteration kept for the next one, else libferry's saved position."""
+        if self._exhausted is not None:
+            return self._exhausted
+        with self._lock:
+            if self._stash:
+                return self._stash[0][0], self._stash[0][1]
+        st = _lib.ReaderState()
+        _lib.check(_lib.get().ferry_reader_save_state(h.ptr, ctypes.byref(st)))
+        return st.epoch, st.index
+
+    def state_dict(self) -> Dict[str, Any]:
+        """Returns where the reader stands as a small dict of ints and a
+        string (JSON, pickle and torch.save take it): the epoch and index of
+        the batch it gives next, a fingerprint of the dataset listing and of
+        the settings that decide the order, and the seed. Reader(...,
+        state=d) or load_state_dict(d) on a reader of the same dataset and
+        settings, in this process or another, gives the same batches from
+        there in the same order: the rest of the epoch, then the same later
+        epochs. Batches taken before are not in it, whether or not you have
+        used them."""
+        h = self._hold()
+        try:
+            epoch, index = self._position(h)
+            fingerprint = self._fingerprint(h)
+        finally:
+            self._drop(h)
+        return {"format": STATE_FORMAT, "epoch": int(epoch), "index": int(index),
+                "fingerprint": int(fingerprint), "seed": int(self.seed)}
+
+    def _take_state(self, state):
+        """Checks a state_dict() and returns its (epoch, index, fingerprint);
+        a reader whose seed was drawn at random (seed None or -1) takes the
+        state's seed."""
+        if not isinstance(state, collections.abc.Mapping):
+            raise TypeError("state must be a dict from Reader.state_dict(), not %s (%r)"
+                            % (type(state).__name__, state))
+        if state.get("format") != STATE_FORMAT:
+            raise ValueError("state is not a ferry.Reader state: its 'format' is %r, not %r"
+                             % (state.get("format"), STATE_FORMAT))
+        for key in ("epoch", "index", "fingerprint", "seed"):
+            if key not in state:
+                raise ValueError("state has no %r: not a ferry.Reader state" % key)
+        target = tuple(_check.integer("state[%r]" % key, state[key], 0, _check.UINT64_MAX)
+                       for key in ("epoch", "index", "fingerprint"))
+        seed = _check.integer("state['seed']", state["seed"], 0, _check.UINT64_MAX)
+        if seed != self.seed:
+            if self._seed_given and self._cfg.random_shuffle:
+                raise ValueError("state['seed'] is %d, but this reader shuffles with seed %d: "
+                                 "make it with seed=None (or -1) to take the state's"
+                                 % (seed, self.seed))
+            if not self._seed_given:
+                self.seed = self._cfg.seed = seed
+        return target
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Continues from state (a dict from state_dict()): the C reader is
+        opened again at that position, so the next batch is the one the state
+        names. Raises TypeError or ValueError for something not such a dict
+        (or of another seed than this reader's explicit one), FerryError
+        (ferry.ECONFIG) for a state of another dataset listing or other
+        settings, or past this reader's epochs; the reader is then unchanged.
+        Batches taken before stay valid."""
+        seed = self.seed
+        try:
+            target = self._take_state(state)
+            self._reset(target)
+        except BaseException:
+            self.seed = self._cfg.seed = seed
+            raise
+
+    def set_epoch(self, epoch: int) -> None:
+        """Makes the next iteration (or next_batch) read epoch epoch from its
+        first batch, as torch's DistributedSampler.set_epoch does for its
+        sampler: epoch e has e's shard and e's order, wherever the reader
+        stood. Calling it with the epoch the reader is about to begin (the
+        usual loop, set_epoch(e) before iterating epoch e) changes nothing;
+        otherwise the C reader is opened again at (epoch, 0). ValueError for
+        an epoch past epochs."""
+        epoch = _check.integer("epoch", epoch, 0, _check.UINT64_MAX)
+        epochs = self._cfg.epochs
+        if epochs and epoch >= epochs:
+            raise ValueError("epoch must be an int from 0 to epochs - 1 = %d, not %d"
+                             % (epochs - 1, epoch))
+        with self._lock:
+            if self._closed:
+                raise ValueError("ferry.Reader is closed")
+            if self._handle is None:  # not opened yet (lazy_init)
+                self._pending_epoch, self._pending_state = epoch, None
+                return
+        h = self._hold()
+        try:
+            position = self._position(h)
+            fingerprint = self._fingerprint(h)
+        finally:
+            self._drop(h)
+        if tuple(position) != (epoch, 0):
+            self._reset((epoch, 0, fingerprint))
+
+    # ---- reading ----
+
+    def next_batch(self) -> Optional[Batch]:
         """Returns the next Batch, crossing epoch boundaries, or None after the
         last of the requested epochs. Raises FerryError for a batch that
         failed (it is dropped; a further call continues with the next), and
@@ -305,6 +914,8 @@ class Reader:
                 return heapq.heappop(self._stash)[-1]
         h = self._hold()
         try:
+            if self._exhausted is not None:
+                return None
             return self._read(h)
         finally:
             self._drop(h)
@@ -318,7 +929,8 @@ class Reader:
                 break
             # Nothing lost: the batch is still loading. Signal handlers run here.
             if self._handle is not h:
-                raise ValueError("ferry.Reader is closed")
+                raise ValueError("ferry.Reader is closed (or was moved by set_epoch or "
+                                 "load_state_dict while this call waited)")
         if rc == -_lib.EEND:
             return None
         if rc < 0:
@@ -331,32 +943,18 @@ class Reader:
         # The reader's epoch info describes the batch it returned last: ours,
         # unless another thread took a batch of another epoch meanwhile.
         info = self._epoch_info(h)
-        batches = info["batches"] if info["epoch"] == epoch.value else None
+        last = info["epoch"] == epoch.value and index.value + 1 >= info["batches"]
         device = h.ctx.device
         stream = _stream_number(self._stream if self._stream is not None
-                               else _torch_stream(device))
+                                else _torch_stream(device))
         cai_stream = owner.ready_on(device, stream)
-        batch = Batch()
-        batch.epoch, batch.index = epoch.value, index.value
-        batch._last = batches is not None and batch.index + 1 >= batches
-        batch.paths, batch.is_padding = [], []
-        sample = _lib.Sample()
-        for i in range(lib.ferry_batch_size(ptr)):
-            _lib.check(lib.ferry_batch_sample(ptr, i, ctypes.byref(sample)))
-            path = os.fsdecode(sample.path) if sample.path else None
-            shape = tuple(sample.shape[d] for d in range(sample.ndim))
-            array = Array(owner, sample.data, shape, _lib.typestr(sample.dtype), device,
-                          h.ctx.device_id, path, stream=cai_stream)
-            batch.append(_as_result(array))
-            batch.paths.append(path)
-            batch.is_padding.append(bool(sample.is_padding))
-        return batch
+        return _make_batch(owner, lib, ptr, device, epoch.value, index.value, last, cai_stream)
 
     def _keep_for_next(self, batch):
         with self._lock:
             heapq.heappush(self._stash, (batch.epoch, batch.index, next(self._seq), batch))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Batch]:
         """Yields the batches from here to the end of the current epoch (a
         whole epoch when the previous iteration ran to its end): the epoch of
         the first batch it gets. It ends after that epoch's last batch, or
@@ -377,16 +975,17 @@ class Reader:
             if batch._last:
                 return
 
-    def close(self):
+    def close(self) -> None:
         """Stops reading. Other threads waiting in next_batch() get ValueError
         within about 100 ms; close() waits for their calls to end. Then the C
         reader is closed, which waits for the loads in flight, raising
-        FerryError for an error of a background load; but while an array of
-        a batch is alive, only when the last one is collected. Calling it
+        FerryError for an error of a background load; but while a batch or an
+        array of one is alive, only when the last one is collected. Calling it
         again does nothing."""
         me = threading.get_ident()
         with self._lock:
             h, self._handle = self._handle, None
+            self._closed = True
             stash, self._stash = self._stash, []
             # Calls of this thread (a signal handler's close) cannot end first.
             self._calls_done.wait_for(lambda: not any(
@@ -395,8 +994,31 @@ class Reader:
         if h is not None:
             _lib.check(h.release())
 
-    def __enter__(self):
+    def __enter__(self) -> "Reader":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         self.close()
+
+    def __repr__(self) -> str:
+        cfg = self._cfg
+        parts = ["name=%r" % self.name] if self.name else []
+        if cfg.files:
+            parts.append("files=[%d paths]" % cfg.nfiles)
+        elif cfg.file_list:
+            parts.append("file_list=%r" % os.fsdecode(cfg.file_list))
+        if cfg.root:
+            parts.append("file_root=%r" % os.fsdecode(cfg.root))
+        parts.append("batch_size=%d" % cfg.batch_size)
+        if cfg.random_shuffle:
+            parts.append("seed=%d" % self.seed)
+        if cfg.num_shards:
+            parts.append("shard=%s/%d" % (cfg.shard_id if cfg.shard_id >= 0 else "$RANK",
+                                          cfg.num_shards))
+        if cfg.epochs:
+            parts.append("epochs=%d" % cfg.epochs)
+        if self._closed:
+            parts.append("closed")
+        else:
+            parts.append("device=%r" % (self._ctx._handle.device if self._ctx._handle else "?"))
+        return "ferry.Reader(%s)" % ", ".join(parts)
