@@ -13,9 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "device/device.h"
-#include "engine/engine.h"
 
 struct ferry__io;  /* a backend's state, one per context */
 
@@ -46,6 +46,18 @@ struct ferry__io_req {
 	ssize_t result;
 };
 
+/* One small file read whole, by path, in a batch of them (read_files): its
+ * bytes from offset 0 into dst[0..ndst) in order (a header into scratch, the
+ * payload into staging). */
+struct ferry__file_read {
+	const char *path;
+	struct iovec dst[2];
+	unsigned ndst;
+	size_t len;                 /* the sum of the dst lengths */
+	ssize_t result;             /* out: bytes read, or -errno */
+	struct ferry__file_id id;   /* out: the path's identity right after the read */
+};
+
 enum {
 	FERRY__IO_DIRECT = 1,   /* open with O_DIRECT */
 	FERRY__IO_BLOCKING = 2, /* clear O_NONBLOCK after the open (io_uring and cuFile
@@ -74,6 +86,12 @@ struct ferry__io_ops {
 	 * every request ran (each result says how far it got), or a negative code. */
 	int (*read)(struct ferry__io *io, struct ferry__file *f, struct ferry__io_req *reqs,
 		    unsigned n);
+
+	/* Optional (NULL: open, read and close each file): reads n small files
+	 * whole, opening, reading and closing them in the kernel without a system
+	 * call each. Every file's result and identity say how it went. Returns 0,
+	 * or a negative code when the batch could not run at all. */
+	int (*read_files)(struct ferry__io *io, struct ferry__file_read *files, unsigned n);
 
 	/* Staging blocks are registered once, as the engine allocates them (may be
 	 * NULL when the backend needs no registration). */
@@ -110,15 +128,10 @@ const struct ferry__io_ops *ferry__io_find(const char *name);
 
 /* ==== shared by the backends ==== */
 /*
- * What the IO backends share (implemented in io.c): opening a file with the
+ * What the IO backends share (implemented in file.c): opening a file with the
  * O_DIRECT fallback, checking requests, ending reads at EOF, and the message
  * of a failed read.
  */
-
-#include <stddef.h>
-#include <stdint.h>
-
-#include "io/io.h"
 
 /* O_DIRECT alignment of buffers, lengths and file offsets. */
 #define FERRY__IO_ALIGN 4096u

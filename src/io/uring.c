@@ -24,6 +24,9 @@ const struct ferry__io_ops ferry__io_uring = {
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <liburing.h>
 
@@ -32,6 +35,7 @@ const struct ferry__io_ops ferry__io_uring = {
 enum {
 	URING_DEPTH = 64,       /* requests in flight per ring */
 	URING_CACHE_SLOTS = 4,  /* backends a thread remembers its ring for */
+	FILE_SLOTS = 16,        /* files one submit of read_files handles: 4 requests each */
 };
 
 /* The most one read asks for; cqe->res is an int. Aligned, so that a direct
@@ -42,6 +46,7 @@ struct uring_ring {
 	struct io_uring ring;
 	pthread_t owner;        /* the thread that uses it */
 	int broken;             /* a ring-level error left it unusable */
+	int file_slots;         /* FILE_SLOTS registered file slots (read_files) */
 	struct uring_ring *next;
 };
 
@@ -184,6 +189,7 @@ static int add_ring_locked(struct uring_io *u, struct uring_ring **out)
 		free(r);
 		return ferry__fail(rc, "uring: io_uring_queue_init: %s", strerror(-rc));
 	}
+	r->file_slots = io_uring_register_files_sparse(&r->ring, FILE_SLOTS) == 0;
 	r->owner = pthread_self();
 	r->next = u->rings;
 	u->rings = r;
@@ -390,6 +396,123 @@ static int uring_read(struct ferry__io *io, struct ferry__file *f, struct ferry_
 	return b.error;
 }
 
+/* ---- small files whole, in batches (read_files) ------------------------ */
+
+/* Tags of the four requests of file i: open, read, statx, close. */
+enum { OP_OPEN, OP_READ, OP_STATX, OP_CLOSE };
+
+static struct io_uring_sqe *next_sqe(struct io_uring *ring, unsigned i, unsigned op)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	io_uring_sqe_set_data64(sqe, (uint64_t)i << 2 | op);
+	return sqe;
+}
+
+/*
+ * Queues file f (the i-th) through fixed slot: open (non-blocking, so that a
+ * FIFO cannot hold the ring and a read of pages not in the cache says -EAGAIN
+ * instead of waiting), read, statx of the path, close. Hard links run each
+ * request after the last whatever its result.
+ */
+static void queue_file_read(struct io_uring *ring, struct ferry__file_read *f, unsigned i,
+			    unsigned slot, struct statx *sx)
+{
+	struct io_uring_sqe *sqe = next_sqe(ring, i, OP_OPEN);
+	io_uring_prep_openat_direct(sqe, AT_FDCWD, f->path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0,
+				    slot);
+	sqe->flags |= IOSQE_IO_HARDLINK;
+	sqe = next_sqe(ring, i, OP_READ);
+	io_uring_prep_readv(sqe, (int)slot, f->dst, f->ndst, 0);
+	sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
+	sqe = next_sqe(ring, i, OP_STATX);
+	io_uring_prep_statx(sqe, AT_FDCWD, f->path, 0, STATX_BASIC_STATS, sx);
+	sqe->flags |= IOSQE_IO_HARDLINK;
+	sqe = next_sqe(ring, i, OP_CLOSE);
+	io_uring_prep_close_direct(sqe, slot);
+}
+
+/* What the statx of a path says, as an identity; -EINVAL when it is no regular file. */
+static int identity_of(const struct statx *sx, struct ferry__file_id *id)
+{
+	if (!S_ISREG(sx->stx_mode))
+		return -EINVAL;
+	*id = (struct ferry__file_id){
+		.dev = makedev(sx->stx_dev_major, sx->stx_dev_minor), .ino = sx->stx_ino,
+		.size = sx->stx_size,
+		.mtime_ns = (int64_t)sx->stx_mtime.tv_sec * 1000000000 + sx->stx_mtime.tv_nsec,
+		.ctime_ns = (int64_t)sx->stx_ctime.tv_sec * 1000000000 + sx->stx_ctime.tv_nsec,
+		.nlink = sx->stx_nlink };
+	return 0;
+}
+
+/* Hands every queued request to the kernel. Returns 0 or a negative code. */
+static int submit_all(struct io_uring *ring, unsigned n)
+{
+	for (unsigned done = 0; done < n;) {
+		int rc = io_uring_submit(ring);
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN)
+			return rc;
+		done += rc > 0 ? (unsigned)rc : 0;
+	}
+	return 0;
+}
+
+/* Files [0, n) (n <= FILE_SLOTS): one submit, and every completion waited
+ * for, since the reads write into the caller's buffers. */
+static int run_file_batch(struct io_uring *ring, struct ferry__file_read *files, unsigned n)
+{
+	struct statx sx[FILE_SLOTS];
+	int open_rc[FILE_SLOTS], statx_rc[FILE_SLOTS];
+	unsigned left = 4 * n;
+	for (unsigned i = 0; i < n; i++)
+		queue_file_read(ring, &files[i], i, i, &sx[i]);
+	int rc = submit_all(ring, left);
+	if (rc < 0)
+		return rc; /* a ring-level failure: the ring is given up */
+	while (left) {
+		struct io_uring_cqe *cqe;
+		do
+			rc = io_uring_wait_cqe(ring, &cqe);
+		while (rc == -EINTR || rc == -EAGAIN);
+		if (rc < 0)
+			return rc;
+		uint64_t tag = io_uring_cqe_get_data64(cqe);
+		unsigned i = (unsigned)(tag >> 2);
+		int res = cqe->res;
+		io_uring_cqe_seen(ring, cqe);
+		left--;
+		if ((tag & 3) == OP_OPEN)
+			open_rc[i] = res;
+		else if ((tag & 3) == OP_READ)
+			files[i].result = res;
+		else if ((tag & 3) == OP_STATX)
+			statx_rc[i] = res;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		int err = open_rc[i] < 0 ? open_rc[i] : statx_rc[i] < 0 ? statx_rc[i]
+						      : identity_of(&sx[i], &files[i].id);
+		if (err < 0 || files[i].result >= 0)
+			files[i].result = err < 0 ? err : files[i].result;
+	}
+	return 0;
+}
+
+static int uring_read_files(struct ferry__io *io, struct ferry__file_read *files, unsigned n)
+{
+	struct uring_io *u = to_uring(io);
+	struct uring_ring *r;
+	int rc = thread_ring(u, &r);
+	if (rc < 0 || !r->file_slots)
+		return rc < 0 ? rc : -EOPNOTSUPP;
+	for (unsigned done = 0; rc == 0 && done < n; done += FILE_SLOTS)
+		rc = run_file_batch(&r->ring, files + done, n - done < FILE_SLOTS ? n - done : FILE_SLOTS);
+	if (rc < 0) {
+		break_ring(u, r);
+		return ferry__fail(rc, "uring: reading small files: %s", strerror(-rc));
+	}
+	return 0;
+}
+
 const struct ferry__io_ops ferry__io_uring = {
 	.name = "uring",
 	.placement = FERRY__STAGE_PINNED,
@@ -400,6 +523,7 @@ const struct ferry__io_ops ferry__io_uring = {
 	.open = uring_open,
 	.close = uring_close,
 	.read = uring_read,
+	.read_files = uring_read_files,
 };
 
 #endif /* FERRY_HAVE_LIBURING */

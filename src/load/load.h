@@ -21,6 +21,10 @@ struct ferry__loader {
 	struct ferry__io *io;
 	struct ferry__lanes *lanes;  /* the staging engines */
 	struct ferry__pool *pool;    /* IO threads beside the caller; may be NULL */
+	/* The backend that reads small files whole, many per system call
+	 * (read_files), or NULL: each is opened, read and closed on its own. */
+	const struct ferry__io_ops *files_ops;
+	struct ferry__io *files_io;
 	unsigned threads;            /* IO threads of one load, the caller included */
 	int direct;                  /* open files with O_DIRECT */
 };

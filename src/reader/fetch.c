@@ -146,7 +146,10 @@ static void read_pack_item(struct ferry_batch *b, const struct item *it, struct 
 	const struct slot *first = &b->slots[b->out[it->first]];
 	for (unsigned k = 0; k < it->count; k++) {
 		struct slot *s = &b->slots[b->out[it->first + k]];
-		read_packed(b->r, s, (char *)buf->data + pos + (s->offset - first->offset));
+		if (s->fetched)
+			s->fetched = 0; /* read by ferry__fetch_whole_files */
+		else
+			read_packed(b->r, s, (char *)buf->data + pos + (s->offset - first->offset));
 	}
 	*copy = (struct ferry__copy){ .dst = b->mem + first->offset, .src_offset = pos,
 				      .len = (size_t)ferry__item_span(b, it),
@@ -175,12 +178,16 @@ static void fetch_packed(struct ferry_batch *const *bs, const struct item *items
 	struct ferry__staging *stg = ferry__lanes_get(ld->lanes, lane);
 	struct ferry__copy copies[n];
 	struct ferry__buf *buf;
-	size_t pos = 0;
+	size_t base[n], pos = 0;
 	int rc = ferry__staging_lease(stg, &buf);
-	for (unsigned j = 0; rc == 0 && j < n; j++) {
-		read_pack_item(bs[j], &items[j], buf, pos, lane, &copies[j]);
-		pos += copies[j].len;
+	for (unsigned j = 0; j < n; j++) {
+		base[j] = pos;
+		pos += (size_t)ferry__item_span(bs[j], &items[j]);
 	}
+	if (rc == 0)
+		ferry__fetch_whole_files(bs, items, n, buf->data, base);
+	for (unsigned j = 0; rc == 0 && j < n; j++)
+		read_pack_item(bs[j], &items[j], buf, base[j], lane, &copies[j]);
 	if (rc == 0)
 		rc = pos ? ferry__staging_queue(stg, buf, copies, n, NULL)
 			 : ferry__staging_give_back(stg, buf);

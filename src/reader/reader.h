@@ -5,6 +5,7 @@
  *   headers.c   the header cache
  *   plan.c      a batch's plan: headers, layout in batch memory, work items
  *   fetch.c     the work items: files read into staging, copies queued
+ *   fetch_files.c  small files read whole, many per system call
  *   pipeline.c  the window of batches in flight, the IO threads, the queue
  *   api.c       the public ferry_reader_* and ferry_batch_* calls
  * See docs/design.md, "The batch path".
@@ -124,6 +125,7 @@ struct slot {
 	char *msg;              /* the error's message (names the file) */
 	int cached;             /* h came from the cache: checked against the file when opened */
 	int stale;              /* the cache was wrong about the file: parse again */
+	int fetched;            /* read with others in one system call (fetch_files.c) */
 	struct ferry__file *f;  /* open from the probe until the fetch closes it */
 	struct ferry__npy_header h;
 	unsigned char head[FERRY__HEAD_MAX]; /* the header bytes h was parsed from */
@@ -273,6 +275,15 @@ int ferry__settle(struct ferry_batch *b);
 void ferry__fetch(struct ferry_batch *const *bs, const struct item *items, unsigned n);
 /* Waits until every copy of b has completed. Returns 0 or the first error. */
 int ferry__wait_copies(struct ferry_batch *b);
+
+/* ---- fetch_files.c ---- */
+
+/* Reads the outputs of PACK items items[0..n) of bs[] that are whole files
+ * with cached headers, many per system call where the loader can, into buf
+ * (item j's rows at base[j]); marks them fetched (or stale). The rest are for
+ * the per-file path. */
+void ferry__fetch_whole_files(struct ferry_batch *const *bs, const struct item *items,
+			      unsigned n, char *buf, const size_t *base);
 /* Whether item it of b is a run of FETCH_PACK outputs, and the bytes its rows span. */
 int ferry__item_packs(const struct ferry_batch *b, const struct item *it);
 uint64_t ferry__item_span(const struct ferry_batch *b, const struct item *it);

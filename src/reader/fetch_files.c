@@ -1,0 +1,97 @@
+/*
+ * Small files read whole, many per system call: where the loader has a
+ * backend with read_files (io_uring), the FETCH_PACK outputs of a run whose
+ * headers came from the cache are opened, read (header into scratch, payload
+ * straight into staging) and closed in the kernel, with the path's identity
+ * taken right after the read. An output whose file changed since its header
+ * was cached is stale (its batch is planned again); one the batch could not
+ * read (not in the page cache, gone, refused) is left to the per-file path,
+ * which reads it or says why not.
+ */
+#include "reader/reader.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GROUP 128 /* files one read_files call takes */
+
+struct group {
+	struct ferry__file_read reads[GROUP];
+	struct slot *slots[GROUP];
+	unsigned char heads[GROUP][FERRY__HEAD_MAX];
+	unsigned n;
+};
+
+/* A whole array whose header the cache gave, not yet opened. */
+static int readable_whole(const struct ferry_reader *r, const struct slot *s)
+{
+	if (!s->cached || s->f || s->stale || !ferry__slot_live(s) ||
+	    s->h.data_offset > FERRY__HEAD_MAX)
+		return 0;
+	for (int d = 0; d < s->rg.ndim; d++)
+		if (s->rg.start[d] != 0 || s->rg.shape[d] != s->h.shape[d])
+			return 0;
+	return 1;
+}
+
+static void add_read(struct group *g, const struct ferry_reader *r, struct slot *s, char *dst)
+{
+	unsigned i = g->n++;
+	size_t head = (size_t)s->h.data_offset;
+	g->slots[i] = s;
+	g->reads[i] = (struct ferry__file_read){
+		.path = r->ds.paths[s->file], .ndst = s->nbytes ? 2 : 1,
+		.dst = { { g->heads[i], head }, { dst, s->nbytes } }, .len = head + s->nbytes };
+}
+
+/* What one read says about its slot: read (fetched), stale, or for the
+ * per-file path (neither flag set). */
+static void settle_read(const struct ferry__file_read *fr, const unsigned char *head,
+			struct slot *s)
+{
+	if (fr->result < 0 || (size_t)fr->result != fr->len)
+		return; /* the per-file path reads it, or says why it cannot */
+	s->fetched = 1;
+	if (memcmp(&fr->id, &s->id, sizeof(s->id)) ||
+	    memcmp(head, s->head, ferry__head_len(&s->h))) {
+		s->stale = 1;
+		return;
+	}
+	s->stats.bytes_read += fr->len;
+	s->stats.reads++;
+}
+
+static void flush(const struct ferry_reader *r, struct group *g)
+{
+	const struct ferry__loader *ld = r->ld;
+	if (g->n && ld->files_ops->read_files(ld->files_io, g->reads, g->n) == 0)
+		for (unsigned i = 0; i < g->n; i++)
+			settle_read(&g->reads[i], g->heads[i], g->slots[i]);
+	ferry__clear_error(); /* what failed is read again, and its error is that read's */
+	g->n = 0;
+}
+
+void ferry__fetch_whole_files(struct ferry_batch *const *bs, const struct item *items,
+			      unsigned n, char *buf, const size_t *base)
+{
+	const struct ferry_reader *r = bs[0]->r;
+	struct group *g;
+	if (!r->ld->files_ops || !(g = malloc(sizeof(*g))))
+		return; /* each file is then read on its own */
+	g->n = 0;
+	for (unsigned j = 0; j < n; j++) {
+		const struct ferry_batch *b = bs[j];
+		uint64_t first = b->slots[b->out[items[j].first]].offset;
+		for (unsigned k = 0; k < items[j].count; k++) {
+			struct slot *s = &b->slots[b->out[items[j].first + k]];
+			if (!readable_whole(r, s))
+				continue;
+			add_read(g, r, s, buf + base[j] + (s->offset - first));
+			if (g->n == GROUP)
+				flush(r, g);
+		}
+	}
+	flush(r, g);
+	free(g);
+}
