@@ -70,7 +70,7 @@ static int take_loaded(struct ferry_reader *r, struct ferry_batch **out,
 			return return_error_unlock(r, b);
 		}
 		rc = note_epoch_progress(r, b);
-		if (b->nout) {
+		if (b->nout) { /* padding needs an output to repeat */
 			b->state = BATCH_HELD;
 			*out = b;
 			return 0;
@@ -136,22 +136,24 @@ int ferry_reader_next_timeout(ferry_reader *r, ferry_batch **out, int timeout_ms
 
 unsigned ferry_batch_size(const ferry_batch *b)
 {
-	return b->nout;
+	return b->nout + b->npad;
 }
 
+/* Sample i: an output, or a padding row repeating the last output. */
 int ferry_batch_sample(const ferry_batch *b, unsigned i, struct ferry_sample *out)
 {
-	if (i >= b->nout)
-		return ferry__fail(-EINVAL, "batch: sample %u of %u", i, b->nout);
-	const struct slot *s = &b->slots[b->out[i]];
+	if (i >= b->nout + b->npad)
+		return ferry__fail(-EINVAL, "batch: sample %u of %u", i, b->nout + b->npad);
+	int pad = i >= b->nout;
+	const struct slot *s = &b->slots[b->out[pad ? b->nout - 1 : i]];
 	memset(out, 0, sizeof(*out));
-	out->data = b->mem + s->offset;
+	out->data = b->mem + (pad ? b->pad_offset + (i - b->nout) * b->pad_stride : s->offset);
 	out->dtype = s->h.dtype;
 	out->ndim = s->rg.ndim;
 	memcpy(out->shape, s->rg.shape, sizeof(int64_t) * (size_t)s->rg.ndim);
 	out->nbytes = s->nbytes;
 	out->path = b->r->ds.paths[s->file];
-	out->is_padding = s->is_padding;
+	out->is_padding = pad;
 	return 0;
 }
 
@@ -179,9 +181,9 @@ int ferry_batch_shape(const ferry_batch *b, struct ferry_batch_shape *out)
 		return ragged(b);
 	out->dtype = l->dtype;
 	out->ndim = l->ndim + 1;
-	out->shape[0] = b->nout;
+	out->shape[0] = b->nout + b->npad;
 	memcpy(out->shape + 1, l->shape, sizeof(int64_t) * (size_t)l->ndim);
-	out->nbytes = l->sample_bytes * b->nout;
+	out->nbytes = l->sample_bytes * (b->nout + b->npad);
 	return 0;
 }
 
@@ -349,6 +351,9 @@ static int open_dataset(struct ferry_reader *r, const struct ferry_reader_config
 				 r->nshards);
 	if (rc == 0)
 		rc = allocate_tables(r);
+	/* A batch holds at most a shard's samples (padding rows are no slots). */
+	uint64_t largest = (r->ds.n + r->nshards - 1) / r->nshards;
+	r->slots_cap = largest < r->batch_size ? (unsigned)largest : r->batch_size;
 	r->fingerprint = order_fingerprint(r);
 	if (rc == 0 && cfg->resume)
 		rc = ferry__pipeline_resume(r, cfg->resume);

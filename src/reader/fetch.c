@@ -305,6 +305,29 @@ void ferry__fetch(struct ferry_batch *const *bs, const struct item *items, unsig
 		fetch_one(b, s);
 }
 
+/* The padding rows repeat the last output: its row is copied after itself,
+ * then the rows so far after themselves, doubling (log2 of the rows copies). */
+int ferry__fill_padding(struct ferry_batch *b)
+{
+	struct ferry__device *dev = b->r->dev;
+	const struct slot *last = &b->slots[b->out[b->nout - 1]];
+	char *row0 = b->mem + last->offset;
+	uint64_t have = 1, want = 1 + (uint64_t)b->npad;
+	int rc = ferry__wait_copies(b);
+	while (rc == 0 && have < want) {
+		uint64_t n = have < want - have ? have : want - have;
+		size_t len = (size_t)((n - 1) * b->pad_stride + last->nbytes);
+		rc = dev->ops->copy_async(dev, b->r->side, row0 + have * b->pad_stride, row0, len,
+					  FERRY__D2D);
+		have += n;
+	}
+	int sync = dev->ops->stream_sync(dev, b->r->side);
+	if (rc == 0 && sync < 0)
+		rc = sync;
+	return rc < 0 ? ferry__fail(rc, "%s: filling the padding of a batch: %s", b->r->name,
+				    ferry_strerror(rc)) : 0;
+}
+
 int ferry__wait_copies(struct ferry_batch *b)
 {
 	const struct ferry__lanes *lanes = b->r->ld->lanes;

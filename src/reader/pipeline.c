@@ -35,7 +35,7 @@ static void free_batch(struct ferry_reader *r, struct ferry_batch *b)
 {
 	if (b->mem)
 		r->dev->ops->mem_free(r->dev, b->mem);
-	for (unsigned i = 0; b->slots && i < r->batch_size; i++)
+	for (unsigned i = 0; b->slots && i < r->slots_cap; i++)
 		free(b->slots[i].msg);
 	free(b->slots);
 	free(b->out);
@@ -53,8 +53,8 @@ static int new_batch(struct ferry_reader *r, struct ferry_batch **out)
 		r->all = all;
 	if (b) {
 		b->r = r;
-		b->slots = calloc(r->batch_size, sizeof(*b->slots));
-		b->out = calloc(r->batch_size, sizeof(*b->out));
+		b->slots = calloc(r->slots_cap, sizeof(*b->slots));
+		b->out = calloc(r->slots_cap, sizeof(*b->out));
 	}
 	if (!b || !all || !b->slots || !b->out) {
 		if (b)
@@ -75,12 +75,11 @@ static int take_batch(struct ferry_reader *r, struct ferry_batch **out)
 	return 0;
 }
 
-static void reset_slot(struct slot *s, uint64_t file, int is_padding)
+static void reset_slot(struct slot *s, uint64_t file)
 {
 	free(s->msg);
 	memset(s, 0, sizeof(*s));
 	s->file = file;
-	s->is_padding = is_padding;
 }
 
 /* Clears what the batch's last use left: errors, counters, tickets. A batch
@@ -140,11 +139,10 @@ static void fill_slots(struct ferry_reader *r, struct ferry_batch *b)
 {
 	uint64_t begin = r->next_index * r->batch_size;
 	uint64_t real = r->order_n - begin < r->batch_size ? r->order_n - begin : r->batch_size;
-	b->nslots = r->pad ? r->batch_size : (unsigned)real;
-	for (unsigned i = 0; i < b->nslots; i++) {
-		int pad = i >= real;
-		reset_slot(&b->slots[i], r->order[pad ? r->order_n - 1 : begin + i], pad);
-	}
+	b->nslots = (unsigned)real;
+	b->pad_asked = r->pad ? r->batch_size - (unsigned)real : 0;
+	for (unsigned i = 0; i < b->nslots; i++)
+		reset_slot(&b->slots[i], r->order[begin + i]);
 }
 
 struct ferry_epoch_info ferry__pipeline_first_epoch(struct ferry_reader *r)
@@ -253,22 +251,32 @@ static int needs_new_plan(struct ferry_batch *b, uint64_t skipped_before)
 	return stale || b->skipped != skipped_before;
 }
 
-/* The fetch items are done: b is loaded, failed, or planned again (once its
- * copies have landed: the new plan's copies must not race the old ones). */
+/* Plans b again, once its copies have landed: the new plan's copies must not
+ * race the old ones into the same memory. */
+static void plan_again(struct ferry_batch *b)
+{
+	int rc = ferry__wait_copies(b);
+	if (rc == 0 && ++b->replans > MAX_REPLANS)
+		rc = ferry__fail(-FERRY_ECHANGED, "%s: files changed under every one of %d plans "
+				 "of a batch", b->r->name, MAX_REPLANS);
+	if (rc < 0)
+		batch_done(b, rc);
+	else
+		continue_with(b, ferry__plan(b));
+}
+
+/* The fetch items are done: b is loaded (its padding filled), failed, or
+ * planned again. */
 static void after_fetch(struct ferry_batch *b)
 {
 	uint64_t skipped = b->skipped;
 	int rc = ferry__settle(b);
 	if (rc == 0 && needs_new_plan(b, skipped)) {
-		rc = ferry__wait_copies(b);
-		if (rc == 0 && ++b->replans > MAX_REPLANS)
-			rc = ferry__fail(-FERRY_ECHANGED, "%s: files changed under every one of %d plans "
-					 "of a batch", b->r->name, MAX_REPLANS);
-		if (rc == 0) {
-			continue_with(b, ferry__plan(b));
-			return;
-		}
+		plan_again(b);
+		return;
 	}
+	if (rc == 0 && b->npad)
+		rc = ferry__fill_padding(b);
 	batch_done(b, rc);
 }
 

@@ -119,7 +119,7 @@ static int check_batch_types(struct ferry_batch *b)
 	struct slot *first = NULL;
 	for (unsigned i = 0; i < b->nslots; i++) {
 		struct slot *s = &b->slots[i];
-		if (s->is_padding || !ferry__slot_live(s))
+		if (!ferry__slot_live(s))
 			continue;
 		if (!first) {
 			first = s;
@@ -138,44 +138,20 @@ static int check_batch_types(struct ferry_batch *b)
 	return ferry__settle(b);
 }
 
-/* Padding repeats the last live sample: its file, header and region. */
-static void point_padding(struct ferry_batch *b)
-{
-	struct slot *last = NULL;
-	for (unsigned i = 0; i < b->nslots; i++) {
-		struct slot *s = &b->slots[i];
-		if (!s->is_padding) {
-			last = ferry__slot_live(s) ? s : last;
-			continue;
-		}
-		s->skipped = !last;
-		if (!last)
-			continue;
-		s->file = last->file;
-		s->h = last->h;
-		s->id = last->id;
-		s->rg = last->rg;
-		s->nbytes = last->nbytes;
-		s->cached = 1; /* checked against the file when it is opened again */
-		memcpy(s->head, last->head, sizeof(s->head));
-	}
-}
-
+/* The live samples in order; padding rows need a live one to repeat. */
 static void list_outputs(struct ferry_batch *b)
 {
 	b->nout = 0;
-	b->real = 0;
 	b->bytes_delivered = 0;
 	for (unsigned i = 0; i < b->nslots; i++) {
 		struct slot *s = &b->slots[i];
 		if (!ferry__slot_live(s))
 			continue;
 		b->out[b->nout++] = i;
-		if (!s->is_padding) {
-			b->real++;
-			b->bytes_delivered += s->nbytes;
-		}
+		b->bytes_delivered += s->nbytes;
 	}
+	b->real = b->nout;
+	b->npad = b->nout ? b->pad_asked : 0;
 }
 
 /* Whether every output has the first one's dtype and shape. */
@@ -229,12 +205,17 @@ static int lay_out(struct ferry_batch *b)
 	l->ndim = first->rg.ndim;
 	memcpy(l->shape, first->rg.shape, sizeof(int64_t) * (size_t)l->ndim);
 	l->sample_bytes = first->nbytes;
+	uint64_t align = l->dense ? 1 : SAMPLE_ALIGN;
 	for (unsigned k = 0; k < b->nout; k++) {
 		struct slot *s = &b->slots[b->out[k]];
-		uint64_t align = l->dense ? 1 : SAMPLE_ALIGN;
 		s->offset = (total + align - 1) / align * align;
 		total = s->offset + s->nbytes;
 	}
+	const struct slot *last = &b->slots[b->out[b->nout - 1]];
+	b->pad_stride = (last->nbytes + align - 1) / align * align;
+	b->pad_offset = last->offset + b->pad_stride;
+	if (b->npad)
+		total = b->pad_offset + (b->npad - 1) * b->pad_stride + last->nbytes;
 	l->bytes = total;
 	return reserve_memory(b, total);
 }
@@ -296,7 +277,6 @@ int ferry__finish_plan(struct ferry_batch *b)
 		rc = check_batch_types(b);
 	if (rc < 0)
 		return rc;
-	point_padding(b);
 	list_outputs(b);
 	rc = lay_out(b);
 	return rc < 0 ? rc : make_fetch_items(b);
@@ -306,7 +286,7 @@ int ferry__plan_from_cache(struct ferry_batch *b)
 {
 	for (unsigned i = 0; i < b->nslots; i++) {
 		struct slot *s = &b->slots[i];
-		if (!s->is_padding && ferry__slot_live(s) && !plan_slot_from_cache(b->r, s))
+		if (ferry__slot_live(s) && !plan_slot_from_cache(b->r, s))
 			return 0;
 	}
 	return 1;
@@ -323,7 +303,7 @@ int ferry__plan(struct ferry_batch *b)
 	b->nitems = 0;
 	for (unsigned i = 0; i < b->nslots; i++) {
 		struct slot *s = &b->slots[i];
-		if (s->is_padding || !ferry__slot_live(s) || plan_slot_from_cache(b->r, s))
+		if (!ferry__slot_live(s) || plan_slot_from_cache(b->r, s))
 			continue;
 		int rc = add_item(b, ITEM_PROBE, i, 1);
 		if (rc < 0)

@@ -120,7 +120,6 @@ enum fetch_kind {
 /* One sample of a batch while it loads. */
 struct slot {
 	uint64_t file;          /* dataset index */
-	int is_padding;         /* a pad_last_batch repeat (reads the last live sample's file) */
 	int skipped, error;
 	char *msg;              /* the error's message (names the file) */
 	int cached;             /* h came from the cache: checked against the file when opened */
@@ -162,10 +161,13 @@ struct ferry_batch {
 	struct ferry_batch *work_next; /* in the work list */
 	uint64_t epoch, index;
 	struct ferry_epoch_info info;
-	struct slot *slots;
+	struct slot *slots;            /* the batch's real samples */
 	unsigned nslots;
 	unsigned *out;                 /* the delivered samples: slot indices, rows in order */
 	unsigned nout;
+	unsigned pad_asked;            /* pad_last_batch rows the schedule asks for */
+	unsigned npad;                 /* padding rows after the outputs, copies of the last */
+	uint64_t pad_offset, pad_stride; /* where the padding rows lie in batch memory */
 	struct item *items;
 	unsigned nitems, items_cap;
 	enum item_kind phase;          /* the kind of its items now */
@@ -192,6 +194,7 @@ struct ferry_reader {
 	struct ferry__dataset ds;
 	struct ferry__roi_spec roi;
 	unsigned batch_size, threads, depth, shard, nshards;
+	unsigned slots_cap;          /* real samples a batch may hold: min(batch, largest shard) */
 	uint64_t epochs, seed;
 	int stick, pad, shuffle, cache_on, packable;
 	enum ferry_on_error on_error;
@@ -269,6 +272,9 @@ int ferry__settle(struct ferry_batch *b);
 
 /* ---- fetch.c ---- */
 
+/* Fills b's padding rows with its last output, on the device, once every
+ * copy of b has landed. Returns 0 or an error. */
+int ferry__fill_padding(struct ferry_batch *b);
 /* Runs the FETCH items items[0..n) of batches bs[0..n) (PACK runs of
  * consecutive batches share one staging buffer; other kinds come alone),
  * queueing their copies on the calling thread's lane. */
