@@ -87,6 +87,7 @@ struct ferry_bench_run {
 	size_t chunk;            /* 0: not applicable */
 	unsigned batch_size;     /* reader rows: samples a batch (0: not applicable) */
 	int verified;            /* reader rows: every byte was checked (--verify) */
+	double first_batch_s;    /* reader rows: ferry_reader_open to the first batch (0: n/a) */
 	const char *ceiling;     /* what ratio_to_ceiling divides by (NULL: none) */
 	double ceiling_gbps;     /* its value (0: not measured) */
 	double gbps, files_per_s, cpu_s_per_gb, ratio_to_ceiling;

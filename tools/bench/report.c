@@ -100,7 +100,8 @@ static void json_run(const struct ferry_bench_run *r, const struct ferry_bench_o
 	json_number(r->ceiling_gbps);
 	fputs(", \"ratio_to_ceiling\": ", stdout);
 	json_number(r->available ? r->ratio_to_ceiling : 0);
-	printf(", \"verified\": %s", r->verified ? "true" : "false");
+	printf(", \"verified\": %s, \"first_batch_s\": ", r->verified ? "true" : "false");
+	json_number(r->first_batch_s);
 	printf(", \"seconds\": %.6g, \"bytes\": %" PRIu64 ", \"files\": %" PRIu64, r->seconds,
 	       r->bytes, r->files);
 	printf(", \"available\": %s, \"best\": %s, \"note\": ", r->available ? "true" : "false",
