@@ -285,7 +285,8 @@ def main(argv):
         "dataset": {"name": args.workload, "dir": args.dir, "files": len(paths),
                     "bytes": sum(os.path.getsize(p) for p in paths)},
         "ceilings": {"pinned_h2d_gbps": None, "storage_direct_gbps": None,
-                     "page_cache_gbps": None},
+                     "page_cache_gbps": None, "read_only_gbps": None,
+                     "read_only_files_per_s": None},
         "notes": notes,
         "runs": runs,
     }

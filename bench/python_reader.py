@@ -1,0 +1,612 @@
+#!/usr/bin/env python3
+"""Batches of a dataset in Python, measured like `ferry bench`'s reader rows.
+
+  python_reader_stacked     ferry.Reader, each batch taken whole as one tensor:
+                            torch.as_tensor(batch, device="cuda") through the
+                            Batch's __cuda_array_interface__ (else
+                            torch.from_dlpack, else cupy.asarray) on a GPU;
+                            numpy.asarray(batch) (its __array_interface__) on
+                            the host device. No per-sample Python work.
+  python_reader_per_sample  ferry.Reader, torch.as_tensor(a, device="cuda") on
+                            each sample of the batch (numpy.asarray on the host
+                            device): what a user wrote before stacked batches
+  torch_dataloader          what a PyTorch user writes: a Dataset whose
+                            __getitem__ is np.load(path), DataLoader(batch_size=B,
+                            num_workers=W, pin_memory=True, persistent_workers=True),
+                            .cuda(non_blocking=True) per batch; one run per W of
+                            --workers (the report shows the best and its W;
+                            cold runs use the best warm W of the batch size)
+  dali_reader               nvidia.dali fn.readers.numpy(device="gpu"), when
+                            importable
+
+Files are read in order (no shuffle, one shard) at each --batch-sizes value,
+warm (the files read once before) and, where writing
+/proc/sys/vm/drop_caches is permitted, cold (dropped before each run). A run
+stops after --seconds-limit, or, warm, once every file was delivered and
+--min-seconds passed; cold runs read the dataset at most once. Timing ends
+after the device is synchronized. Warm ferry.Reader runs are timed from the
+first batch's arrival, which does not count (its latency from Reader() is
+first_batch_s), as `ferry bench`'s reader rows; cold ones read the files once,
+timed from Reader(). DataLoader runs are timed from a fresh iterator over
+workers already started (their start-up, a one-off cost, is left out: a first
+batch is taken, then iter() resets them).
+
+CPU seconds per GB: user + system of this process (ferry's IO threads and the
+DataLoader's pin-memory thread included) plus, for the DataLoader, of its live
+worker processes, from /proc/<pid>/stat (RUSAGE_CHILDREN sees no live child).
+
+Prints one JSON document whose "runs" have the shape of `ferry bench --json`
+runs (plus batch_size, and workers for the DataLoader); a missing module, an
+API this ferry lacks, or a failure is a run with available=false and a note,
+never a crash. ratio_to_ceiling is left null with ceiling "read_only":
+bench/report.py fills it from the read-only ceiling of the same files that
+`ferry bench --tools reader` measured in the same run.
+
+usage: python_reader.py --dir DIR [--workload NAME] [--cache warm,cold]
+       [--batch-sizes 1,4,32,256] [--tools LIST] [--workers 8,16]
+       [--seconds-limit S] [--min-seconds S] [--budget-seconds S]
+       [--device auto|cuda|host] [--series NAME] [--verify]
+"""
+import argparse
+import datetime
+import json
+import os
+import resource
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from python_alternatives import drop_caches, list_files, payload_bytes, warm_files  # noqa: E402
+
+TOOLS = ("python_reader_stacked", "python_reader_per_sample", "torch_dataloader", "dali_reader")
+
+
+class NotAvailable(Exception):
+    """The run cannot be made here; the message says why."""
+
+
+def cpu_seconds():
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def children_cpu_seconds():
+    """User + system seconds of this process's live children (from /proc), or
+    None when /proc cannot tell."""
+    me, tick, total = os.getpid(), os.sysconf("SC_CLK_TCK"), 0.0
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if int(fields[1]) == me:  # fields[1]: ppid (field 4 of stat)
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
+def base_run(tool, backend, args, batch, cache, cold_method):
+    return {
+        "tool": tool, "backend": backend, "workload": args.workload, "series": args.series,
+        "cache": cache, "cold_method": cold_method, "threads": None, "callers": 1,
+        "chunk": None, "batch_size": batch, "workers": None, "gbps": None, "files_per_s": None,
+        "cpu_s_per_gb": None, "ceiling": "read_only", "ceiling_gbps": None,
+        "ratio_to_ceiling": None, "verified": False, "first_batch_s": None, "seconds": 0.0,
+        "bytes": 0, "files": 0,
+        "available": False, "best": False, "note": None,
+    }
+
+
+def fill_rates(run, seconds, cpu, nbytes, files):
+    gb = nbytes / 1e9
+    run.update(seconds=seconds, bytes=nbytes, files=files, available=files > 0)
+    if files and seconds > 0:
+        run.update(gbps=gb / seconds, files_per_s=files / seconds,
+                   cpu_s_per_gb=cpu / gb if gb > 0 and cpu is not None else None)
+    if not files and not run.get("note"):
+        run["note"] = "failed: no sample delivered"
+
+
+class Limits:
+    """When a run is over: warm, every file delivered and min_seconds passed,
+    or seconds_limit passed after something was delivered."""
+
+    def __init__(self, args, cache, nfiles):
+        self.limit = args.seconds_limit
+        self.min = 0.0 if cache == "cold" else args.min_seconds
+        self.nfiles = nfiles
+        self.t0 = time.perf_counter()
+
+    def start(self):
+        self.t0 = time.perf_counter()
+
+    def over(self, files):
+        elapsed = time.perf_counter() - self.t0
+        return (files >= self.nfiles and elapsed >= self.min) or (files > 0 and elapsed >= self.limit)
+
+
+# ---- the device side: torch, else cupy, else numpy (host device) ----
+
+class Device:
+    """How batches become tensors, and how to wait for the device."""
+
+    def __init__(self, kind):
+        self.kind, self.torch, self.cupy, self.np = kind, None, None, None
+        try:
+            import numpy
+            self.np = numpy
+        except ImportError:
+            pass
+        if kind != "cuda":
+            return
+        try:
+            import torch
+            if torch.cuda.is_available():
+                self.torch = torch
+                torch.zeros(1, device="cuda")  # CUDA's first-use costs out of the timing
+        except ImportError:
+            pass
+        if self.torch is None:
+            try:
+                import cupy
+                cupy.zeros(1)
+                self.cupy = cupy
+            except ImportError:
+                pass
+
+    def name(self):
+        if self.kind == "cuda":
+            return "torch" if self.torch else "cupy" if self.cupy else None
+        return "numpy" if self.np else None
+
+    def sync(self):
+        if self.torch is not None:
+            self.torch.cuda.synchronize()
+        elif self.cupy is not None:
+            self.cupy.cuda.runtime.deviceSynchronize()
+
+    def stacked(self, batch):
+        """The whole batch as one tensor, through the documented interface only
+        (never a stacking copy). Returns (tensor, samples, bytes)."""
+        if self.kind == "cuda":
+            if self.torch is not None and hasattr(batch, "__cuda_array_interface__"):
+                t = self.torch.as_tensor(batch, device="cuda")
+            elif self.torch is not None and hasattr(batch, "__dlpack__"):
+                t = self.torch.from_dlpack(batch)
+            elif self.cupy is not None and hasattr(batch, "__cuda_array_interface__"):
+                t = self.cupy.asarray(batch)
+            else:
+                raise NotAvailable("ferry.Batch has no __cuda_array_interface__ or __dlpack__ "
+                                   "(this ferry's Python API has no stacked batches yet)")
+            nbytes = t.nelement() * t.element_size() if self.torch is not None else t.nbytes
+            return t, int(t.shape[0]), int(nbytes)
+        if self.np is None:
+            raise NotAvailable("numpy not importable (the host device's batches are numpy)")
+        if not hasattr(batch, "__array_interface__"):
+            raise NotAvailable("ferry.Batch has no __array_interface__ on the host device "
+                               "(this ferry's Python API has no stacked batches yet)")
+        a = self.np.asarray(batch)
+        return a, int(a.shape[0]), int(a.nbytes)
+
+    def per_sample(self, batch):
+        """Each sample as its own tensor, as users wrote before. Returns
+        (tensors, samples, bytes)."""
+        out, nbytes = [], 0
+        for a in batch:
+            if self.torch is not None:
+                t = self.torch.as_tensor(a, device="cuda")
+                nbytes += t.nelement() * t.element_size()
+            elif self.cupy is not None:
+                t = self.cupy.asarray(a)
+                nbytes += t.nbytes
+            elif self.np is not None:
+                t = self.np.asarray(a)
+                nbytes += t.nbytes
+            else:
+                raise NotAvailable("neither torch, cupy nor numpy importable")
+            out.append(t)
+        return out, len(out), nbytes
+
+    def to_host(self, t):
+        if self.torch is not None:
+            return t.cpu().numpy()
+        if self.cupy is not None:
+            return self.cupy.asnumpy(t)
+        return self.np.asarray(t)
+
+
+# ---- ferry.Reader ----
+
+def open_reader(ferry, paths, batch, cache, device):
+    """A Reader over the files in order with the automatic prefetch window,
+    as the C reader's prefetch_depth 0: prefetch_queue_depth=None where that
+    means automatic (ferry's Python API since stacked batches), else 0; a
+    Reader that takes neither gets its default, said in the note."""
+    kw = dict(files=paths, batch_size=batch, epochs=1 if cache == "cold" else None,
+              device=device)
+    for depth in (None, 0):
+        try:
+            return ferry.Reader(prefetch_queue_depth=depth, **kw), "prefetch auto"
+        except (ValueError, TypeError):
+            pass
+    return ferry.Reader(**kw), "prefetch_queue_depth None or 0 (automatic) refused: the default"
+
+
+def verify_stacked(dev, tensor, batch, payload_cache):
+    """Each row of the stacked tensor against np.load of its file."""
+    names = getattr(batch, "paths", None)
+    if names is None:
+        raise NotAvailable("--verify needs Batch.paths")
+    host = dev.to_host(tensor)
+    for i, name in enumerate(names):
+        want = payload_cache.get(name)
+        if want is None:
+            want = payload_cache[name] = dev.np.load(name)
+        if host[i].tobytes() != want.tobytes():
+            raise RuntimeError("verify: row %d (%s) differs from np.load" % (i, name))
+
+
+def take_next(dev, reader, take, verify, cache):
+    """Takes the next batch as the row does; returns (samples, bytes), or None
+    after the last epoch."""
+    batch = reader.next_batch()
+    if batch is None:
+        return None
+    t, n, b = take(batch)
+    if verify:
+        verify_stacked(dev, t, batch, cache)
+    del batch, t  # the batch's memory goes back to the reader
+    return n, b
+
+
+def ferry_reader_loop(dev, reader, take, lim, verify, counts):
+    """Batches until the run is over; counts is (samples, bytes, batches) so far."""
+    files, nbytes, batches = counts
+    cache = {}
+    while not lim.over(files):
+        got = take_next(dev, reader, take, verify, cache)
+        if got is None:
+            break
+        files, nbytes, batches = files + got[0], nbytes + got[1], batches + 1
+    dev.sync()
+    return files, nbytes, batches
+
+
+def timed_reader(args, paths, dev, batch, take, verify, cache):
+    """Warm: timed from the first batch's arrival, which does not count (as
+    the C reader rows); cold: one pass timed from the Reader's construction.
+    Returns (seconds, cpu, samples, bytes, batches, first_batch_s, note)."""
+    import ferry
+    lim = Limits(args, cache, len(paths))
+    cpu0 = cpu_seconds()
+    lim.start()
+    reader, note = open_reader(ferry, paths, batch, cache, args.device)
+    try:
+        first = take_next(dev, reader, take, verify, {})
+        if first is None:
+            raise RuntimeError("no batch at all")
+        first_batch_s = time.perf_counter() - lim.t0
+        counts = (first[0], first[1], 1)
+        if cache == "warm":
+            lim.start()
+            cpu0, counts = cpu_seconds(), (0, 0, 0)
+        files, nbytes, batches = ferry_reader_loop(dev, reader, take, lim, verify, counts)
+        seconds, cpu = time.perf_counter() - lim.t0, cpu_seconds() - cpu0
+    finally:
+        reader.close()
+    return seconds, cpu, files, nbytes, batches, first_batch_s, note
+
+
+def measure_ferry_reader(args, paths, dev, batch, stacked, cache, cold_method):
+    tool = "python_reader_stacked" if stacked else "python_reader_per_sample"
+    run = base_run(tool, "ferry.Reader", args, batch, cache, cold_method)
+    try:
+        import ferry
+    except ImportError as e:
+        run["note"] = "not available: ferry not importable (%s)" % e
+        return run
+    take = dev.stacked if stacked else dev.per_sample
+    verify = args.verify and stacked
+    if cache == "cold":
+        drop_caches()
+    try:
+        seconds, cpu, files, nbytes, batches, first_batch_s, note = timed_reader(
+            args, paths, dev, batch, take, verify, cache)
+    except NotAvailable as e:
+        run["note"] = "not available: %s" % e
+        return run
+    except Exception as e:  # noqa: BLE001 - any failure is a note
+        run["note"] = "failed: %s: %s" % (type(e).__name__, e)
+        return run
+    run.update(verified=verify, first_batch_s=first_batch_s)
+    run["note"] = "%s; %s; batches: %d; %s; first batch %.3g s after Reader()%s" % (
+        note, dev.name(), batches,
+        "timed from the first batch" if cache == "warm" else "one pass from Reader()",
+        first_batch_s, "; every byte verified" if verify else "")
+    fill_rates(run, seconds, cpu, nbytes, files)
+    return run
+
+
+# ---- torch DataLoader ----
+
+def shm_free_bytes():
+    try:
+        st = os.statvfs("/dev/shm")
+        return st.f_bavail * st.f_frsize
+    except OSError:
+        return None
+
+
+def make_dataloader(torch, np, paths, batch, workers):
+    class NpyFiles(torch.utils.data.Dataset):
+        def __init__(self, files):
+            self.files = files
+
+        def __len__(self):
+            return len(self.files)
+
+        def __getitem__(self, i):
+            return np.load(self.files[i])
+
+    return torch.utils.data.DataLoader(NpyFiles(paths), batch_size=batch, num_workers=workers,
+                                       pin_memory=True, persistent_workers=True, shuffle=False)
+
+
+def dataloader_loop(loader, lim):
+    files = nbytes = 0
+    while not lim.over(files):
+        for x in loader:  # each epoch: iter() resets the persistent workers
+            x = x.cuda(non_blocking=True)
+            files += int(x.shape[0])
+            nbytes += x.nelement() * x.element_size()
+            del x
+            if lim.over(files):
+                break
+        if lim.min == 0 and files >= lim.nfiles:
+            break
+    return files, nbytes
+
+
+def dataloader_check(args, paths, batch, workers):
+    """The modules, a GPU, and room in /dev/shm for the batches in flight."""
+    try:
+        import numpy as np
+        import torch
+    except ImportError as e:
+        raise NotAvailable("%s not importable" % (e.name or e))
+    if not torch.cuda.is_available():
+        raise NotAvailable("torch.cuda is not available (no GPU)")
+    batch_bytes = min(batch, len(paths)) * os.path.getsize(paths[0])
+    need, free = 2 * workers * batch_bytes, shm_free_bytes()  # prefetch_factor 2
+    if free is not None and need > free // 2:
+        raise NotAvailable("W=%d workers x 2 batches of %.1f GiB in flight need %.1f GiB of "
+                           "/dev/shm, more than half of its %.1f GiB free"
+                           % (workers, batch_bytes / 2**30, need / 2**30, free / 2**30))
+    return torch, np
+
+
+def measure_dataloader(args, paths, batch, workers, cache, cold_method):
+    run = base_run("torch_dataloader", "np.load+DataLoader", args, batch, cache, cold_method)
+    run.update(workers=workers, threads=workers)
+    try:
+        torch, np = dataloader_check(args, paths, batch, workers)
+        t_start = time.perf_counter()
+        loader = make_dataloader(torch, np, paths, batch, workers)
+        next(iter(loader))  # workers started (a one-off cost, left out)
+        run["first_batch_s"] = time.perf_counter() - t_start
+        if cache == "cold":
+            drop_caches()
+        lim = Limits(args, cache, len(paths))
+        cpu0, kids0 = cpu_seconds(), children_cpu_seconds()
+        lim.start()
+        files, nbytes = dataloader_loop(loader, lim)
+        torch.cuda.synchronize()
+        seconds = time.perf_counter() - lim.t0
+        kids1 = children_cpu_seconds()
+        cpu = cpu_seconds() - cpu0
+        workers_cpu = kids1 - kids0 if kids0 is not None and kids1 is not None else None
+        del loader
+    except NotAvailable as e:
+        run["note"] = "not available: %s" % e
+        return run
+    except Exception as e:  # noqa: BLE001
+        run["note"] = "failed: %s: %s" % (type(e).__name__, e)
+        return run
+    run["note"] = "W=%d workers, pin_memory, persistent; timed from a fresh iterator over " \
+        "started workers (first batch %.3g s after DataLoader()); CPU: this process + %s" % (
+            workers, run["first_batch_s"], "its workers (/proc)" if workers_cpu is not None
+            else "not its workers (/proc unreadable)")
+    fill_rates(run, seconds, cpu + (workers_cpu or 0.0), nbytes, files)
+    return run
+
+
+# ---- DALI ----
+
+def measure_dali(args, paths, batch, cache, cold_method):
+    run = base_run("dali_reader", "fn.readers.numpy(gpu)", args, batch, cache, cold_method)
+    try:
+        import nvidia.dali  # noqa: F401
+        from python_alternatives import make_dali_pipeline
+    except ImportError:
+        run["note"] = "not available: DALI (nvidia.dali) not importable"
+        return run
+    try:
+        threads = min(16, os.cpu_count() or 1)
+        payload = [payload_bytes(p) for p in paths]
+        pipe = make_dali_pipeline(args, paths, min(batch, len(paths)), threads)
+        if cache == "cold":
+            drop_caches()
+        lim = Limits(args, cache, len(paths))
+        files = nbytes = 0
+        cpu0 = cpu_seconds()
+        lim.start()
+        while not lim.over(files):
+            (out,) = pipe.run()
+            for _ in range(len(out)):
+                nbytes += payload[files % len(paths)]
+                files += 1
+        seconds, cpu = time.perf_counter() - lim.t0, cpu_seconds() - cpu0
+        run.update(threads=threads, note="%d reader threads" % threads)
+        fill_rates(run, seconds, cpu, nbytes, files)
+        del pipe
+    except Exception as e:  # noqa: BLE001
+        run.update(available=False, note="failed: %s: %s" % (type(e).__name__, e))
+    return run
+
+
+# ---- the matrix ----
+
+def reader_device(args):
+    """'cuda' or 'host': where ferry.Reader's batches land (None: no ferry)."""
+    try:
+        import ferry
+        return ferry.default_context(args.device).device
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def runs_of(tool, args, paths, dev, batch, cache, cold_method):
+    if tool == "python_reader_stacked":
+        return [measure_ferry_reader(args, paths, dev, batch, True, cache, cold_method)]
+    if tool == "python_reader_per_sample":
+        return [measure_ferry_reader(args, paths, dev, batch, False, cache, cold_method)]
+    if tool == "torch_dataloader":
+        # Cold: the worker count that did best warm at this batch size, if any.
+        workers = args.worker_list
+        if cache == "cold" and batch in args.best_workers:
+            workers = [args.best_workers[batch]]
+        runs = [measure_dataloader(args, paths, batch, w, cache, cold_method) for w in workers]
+        ok = [r for r in runs if r["available"]]
+        if cache == "warm" and ok:
+            args.best_workers[batch] = max(ok, key=lambda r: r["files_per_s"])["workers"]
+        return runs
+    return [measure_dali(args, paths, batch, cache, cold_method)]
+
+
+def skipped(tool, args, batch, cache, cold_method, why):
+    run = base_run(tool, "-", args, batch, cache, cold_method)
+    run["note"] = why
+    return run
+
+
+def lacks(runs):
+    """The note of a tool that cannot run here whatever the batch size (a
+    module or API missing, no GPU), else None."""
+    notes = [r["note"] or "" for r in runs]
+    if notes and all(n.startswith("not available") and "/dev/shm" not in n for n in notes):
+        return notes[0]
+    return None
+
+
+def matrix(args, paths, dev, can_drop, start):
+    runs = []
+    for cache in args.caches:
+        missing = {}  # tool: why it cannot run (one row says so)
+        cold_method = "drop_caches" if cache == "cold" else None
+        if cache == "warm":
+            warm_files(paths)
+        for batch in args.batch_list:
+            for tool in args.tool_list:
+                done = len(runs)
+                if tool in missing:
+                    continue
+                if cache == "cold" and not can_drop:
+                    runs.append(skipped(tool, args, batch, cache, "o_direct",
+                                        "not available: cold needs drop_caches (not permitted)"))
+                elif args.budget_seconds and time.perf_counter() - start > args.budget_seconds:
+                    runs.append(skipped(tool, args, batch, cache, cold_method,
+                                        "skipped: --budget-seconds %g spent"
+                                        % args.budget_seconds))
+                else:
+                    runs += runs_of(tool, args, paths, dev, batch, cache, cold_method)
+                    if lacks(runs[done:]):
+                        missing[tool] = lacks(runs[done:])
+                for r in runs[done:]:
+                    print("python_reader: %s %s batch %d: %s" % (
+                        r["tool"], cache, batch, "%.0f files/s, %.2f GB/s" % (
+                            r["files_per_s"], r["gbps"]) if r["available"] else r["note"]),
+                        file=sys.stderr)
+    return runs
+
+
+def int_list(text, name, lo):
+    try:
+        values = [int(v) for v in text.split(",") if v]
+    except ValueError:
+        values = []
+    if not values or min(values) < lo:
+        raise SystemExit("python_reader: %s %s: expected a list of ints >= %d" % (name, text, lo))
+    return values
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description="Python readers of a .npy dataset, as bench runs.")
+    ap.add_argument("--dir", required=True, help="directory of .npy files")
+    ap.add_argument("--workload", help="label of the dataset (default: the directory's name)")
+    ap.add_argument("--cache", default="warm", help="warm, cold or warm,cold (warm)")
+    ap.add_argument("--batch-sizes", default="1,4,32,256", help="(1,4,32,256)")
+    ap.add_argument("--tools", default=",".join(TOOLS), help=",".join(TOOLS))
+    ap.add_argument("--workers", help="DataLoader num_workers to try (8 and the cores)")
+    ap.add_argument("--seconds-limit", type=float, default=2.0, help="a run stops after S (2)")
+    ap.add_argument("--min-seconds", type=float, default=0.5,
+                    help="warm runs repeat the dataset for at least S (0.5)")
+    ap.add_argument("--budget-seconds", type=float, default=0,
+                    help="runs that would start after S are skipped (none)")
+    ap.add_argument("--device", default=None, help="ferry.Reader's device (None: ferry's default)")
+    ap.add_argument("--series", default="reader", help="label copied into every run (reader)")
+    ap.add_argument("--verify", action="store_true",
+                    help="check every stacked row against np.load of its file (timed too)")
+    args = ap.parse_args(argv)
+    args.workload = args.workload or os.path.basename(os.path.normpath(args.dir))
+    args.caches = [c for c in args.cache.replace("both", "warm,cold").split(",") if c]
+    args.batch_list = int_list(args.batch_sizes, "--batch-sizes", 1)
+    cores = os.cpu_count() or 1
+    args.worker_list = int_list(args.workers or ",".join(str(w) for w in sorted({8, max(8, cores)})),
+                                "--workers", 1)
+    args.best_workers = {}  # batch size: the DataLoader's best warm num_workers
+    args.tool_list = [t for t in args.tools.split(",") if t]
+    for t in args.tool_list:
+        if t not in TOOLS:
+            ap.error("unknown tool %s (expected %s)" % (t, ", ".join(TOOLS)))
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    start = time.perf_counter()
+    paths = list_files(args.dir)
+    if not paths:
+        print("python_reader: %s: no .npy files" % args.dir, file=sys.stderr)
+        return 1
+    kind = reader_device(args)
+    dev = Device(kind or "host")
+    notes = []
+    can_drop = "cold" in args.caches and drop_caches()
+    if "cold" in args.caches and not can_drop:
+        notes.append("cold runs need drop_caches, which is not permitted here: not measured")
+    if kind == "host":
+        notes.append("ferry.Reader on the host device: its numbers say nothing about a GPU")
+    runs = matrix(args, paths, dev, can_drop, start)
+    doc = {
+        "machine": socket.gethostname(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "device": None, "device_kind": kind,
+        "dataset": {"name": args.workload, "dir": args.dir, "files": len(paths),
+                    "bytes": sum(os.path.getsize(p) for p in paths)},
+        "ceilings": {"pinned_h2d_gbps": None, "storage_direct_gbps": None,
+                     "page_cache_gbps": None, "read_only_gbps": None,
+                     "read_only_files_per_s": None},
+        "notes": notes, "runs": runs,
+    }
+    json.dump(doc, sys.stdout, indent=1)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
