@@ -214,6 +214,7 @@ class Context:
         with a NUL byte (as open() raises), TypeError or ValueError for a bad
         stream.
         """
+        stream = _stream_number(stream)
         pending = self._start(path, None, stream)
         pending._ready(stream)
         return pending._result()
@@ -226,6 +227,7 @@ class Context:
         made to wait for the copies on the device, and the AsyncLoad's array
         is ready on it at once; in any case AsyncLoad.wait() waits on the host
         and returns the result. Errors as for load."""
+        stream = _stream_number(stream)
         pending = self._start(path, None, stream)
         pending._ready(stream, host_wait=False)
         return pending
@@ -245,6 +247,7 @@ class Context:
         cannot overtake work queued there. stream is as for load: with one,
         the call returns once the copies are queued and that stream waits for
         them; without one it waits on the host."""
+        stream = _stream_number(stream)
         pending = self._start(path, out, stream)
         pending._ready(stream)
         return out
@@ -252,6 +255,7 @@ class Context:
     def load_into_async(self, path: _check.PathLike, out: Any, stream: Any = None) -> "AsyncLoad":
         """As load_into, returning an AsyncLoad once the copies are queued (see
         load_async); its wait() returns out."""
+        stream = _stream_number(stream)
         pending = self._start(path, out, stream)
         pending._ready(stream, host_wait=False)
         return pending
