@@ -85,8 +85,8 @@ def _path_of(owner, i):
 class Batch(collections.abc.Sequence):
     """One batch of a ferry.Reader.
 
-    When its samples share a shape (always after a fixed ROI; they always
-    share a dtype) the batch is one dense C-order array [B, ...] in device
+    When its samples share a shape (as after a ROI of fixed size; the samples
+    of a batch always share a dtype) the batch is one dense C-order array [B, ...] in device
     memory, B counting padding: ``__cuda_array_interface__`` and
     ``__dlpack__`` / ``__dlpack_device__`` on a GPU, ``__array_interface__``
     and ``numpy()`` (a view) on the host device. So
