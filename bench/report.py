@@ -3,12 +3,17 @@
 
 usage: report.py --out DIR --machine NAME [--note TEXT ...] PART.json ...
 
-Each part is a `ferry bench --json` or `python_alternatives.py` document.
-results.json: {"machine", "date", "device", "ceilings" (the best of the parts),
-"ceilings_by_workload", "notes", "runs"}; runs without a ratio_to_ceiling (the
-Python ones) get it from their workload's ceilings: pinned_h2d when warm,
-storage_direct when cold. chart.png needs matplotlib, else gnuplot; without
-either it is skipped with a note. Uses only the standard library otherwise.
+Each part is a `ferry bench --json`, `python_alternatives.py` or
+`python_reader.py` document. results.json: {"machine", "date", "device",
+"device_kinds", "ceilings" (the best of the parts), "ceilings_by_workload",
+"reader_ceilings" (the read-only ceiling of each file set and cache that the
+reader rows are measured against, from the C reader's parts), "notes", "runs"};
+runs without a ratio_to_ceiling get it from their workload's ceilings: the
+reader rows (report_reader.py) from reader_ceilings, the other Python ones
+from pinned_h2d when warm, storage_direct when cold; reader rows also get
+ratio_to_pinned_h2d. chart.png needs matplotlib, else gnuplot; without either
+it is skipped with a note; reader.png needs matplotlib. Uses only the standard
+library otherwise.
 """
 import argparse
 import json
@@ -18,7 +23,10 @@ import subprocess
 import sys
 import tempfile
 
-CEILINGS = ("pinned_h2d_gbps", "storage_direct_gbps", "page_cache_gbps")
+import report_reader
+
+CEILINGS = ("pinned_h2d_gbps", "storage_direct_gbps", "page_cache_gbps", "read_only_gbps",
+            "read_only_files_per_s")
 
 
 def load_parts(paths, notes):
@@ -50,6 +58,8 @@ def merge_ceilings(parts):
 def fill_ratio(run, by_workload):
     if run.get("ratio_to_ceiling") is not None or not run.get("available") or not run.get("gbps"):
         return
+    if report_reader.is_reader_run(run):
+        return  # report_reader.fill: to the read-only ceiling
     c = by_workload.get(run.get("workload")) or {}
     ceiling = c.get("storage_direct_gbps" if run.get("cache") == "cold" else "pinned_h2d_gbps")
     if ceiling:
@@ -64,6 +74,7 @@ def first_device(parts):
 
 def merge(parts, machine, extra_notes):
     best, by_workload = merge_ceilings(parts)
+    reader_ceilings = report_reader.ceilings(parts)
     notes, runs = list(extra_notes), []
     for _, doc in parts:
         for n in doc.get("notes") or []:
@@ -72,11 +83,14 @@ def merge(parts, machine, extra_notes):
         for run in doc.get("runs") or []:
             fill_ratio(run, by_workload)
             runs.append(run)
+    report_reader.fill(runs, reader_ceilings)
     dates = sorted(d.get("date") for _, d in parts if d.get("date"))
     return {
         "machine": machine,
         "date": dates[0] if dates else None,
         "device": first_device(parts),
+        "device_kinds": sorted({d["device_kind"] for _, d in parts if d.get("device_kind")}),
+        "reader_ceilings": report_reader.as_list(reader_ceilings),
         "ferry_version": next((d["ferry_version"] for _, d in parts if d.get("ferry_version")), None),
         "ceilings": best,
         "ceilings_by_workload": by_workload,
@@ -120,17 +134,19 @@ def best_runs(runs):
     return list(groups.values())
 
 
+def ceilings_row(name, c):
+    return "| %s | %s | %s | %s | %s | %s |" % (
+        name, fmt(c.get("pinned_h2d_gbps")), fmt(c.get("storage_direct_gbps")),
+        fmt(c.get("page_cache_gbps")), fmt(c.get("read_only_gbps")),
+        fmt(c.get("read_only_files_per_s"), 0))
+
+
 def ceilings_table(doc):
-    lines = ["| workload | pinned_h2d GB/s | storage_direct GB/s | page_cache GB/s |",
-             "|---|---|---|---|"]
+    lines = ["| workload | pinned_h2d GB/s | storage_direct GB/s | page_cache GB/s | "
+             "read_only GB/s | read_only files/s |", "|---|---|---|---|---|---|"]
     for name, c in sorted(doc["ceilings_by_workload"].items(), key=lambda kv: str(kv[0])):
-        lines.append("| %s | %s | %s | %s |" % (name, fmt(c["pinned_h2d_gbps"]),
-                                                fmt(c["storage_direct_gbps"]),
-                                                fmt(c["page_cache_gbps"])))
-    c = doc["ceilings"]
-    lines.append("| **best** | %s | %s | %s |" % (fmt(c["pinned_h2d_gbps"]),
-                                                 fmt(c["storage_direct_gbps"]),
-                                                 fmt(c["page_cache_gbps"])))
+        lines.append(ceilings_row(name, c))
+    lines.append(ceilings_row("**best**", doc["ceilings"]))
     return "\n".join(lines)
 
 
@@ -141,22 +157,30 @@ def series(runs, name):
 def markdown(doc):
     runs = doc["runs"]
     main = series(runs, "matrix") + series(runs, "python")
-    out = ["# ferry bench: %s" % doc["machine"], "",
-           "- date: %s" % doc["date"], "- device: %s" % doc["device"],
-           "- ferry: %s" % doc["ferry_version"], ""]
+    out = ["# ferry bench: %s" % doc["machine"], ""]
+    if report_reader.host_device(doc):
+        out += ["**No GPU: the host device stood in (copies are memcpy). These numbers say "
+                "nothing about a GPU; they show that the bench runs.**", ""]
+    out += ["- date: %s" % doc["date"], "- device: %s" % doc["device"],
+            "- ferry: %s" % doc["ferry_version"], ""]
     out += ["- note: %s" % n for n in doc["notes"]]
     out += ["", "## Ceilings", "", ceilings_table(doc), "",
             "Ratios are to pinned_h2d for warm runs and to storage_direct for cold runs, "
-            "each of the run's own workload.", "",
+            "each of the run's own workload; the reader's are to read_only (below). "
+            "page_cache reads through ferry's posix IO layer in 1 MiB reads; read_only is "
+            "plain open, fstat, read, close of whole files.", "",
             "## Best of each tool, backend, workload and cache", "", HEADER]
     out += [row(r) for r in sorted(best_runs(main), key=sort_key)]
+    out += report_reader.markdown(doc)
     for title, name, key in (("Throughput vs file size", "size_scaling", by_file_size),
                              ("Throughput vs threads", "thread_scaling", by_threads)):
         if series(runs, name):
             out += ["", "## %s" % title, "", HEADER]
             out += [row(r) for r in sorted(series(runs, name), key=key)]
-    out += ["", "## Every run of the matrix", "", HEADER]
-    out += [row(r) for r in main]
+    if main:
+        out += ["", "## Every run of the matrix", "", HEADER]
+        out += [row(r) for r in main]
+    out += report_reader.every_run(doc)
     return "\n".join(out) + "\n"
 
 
@@ -324,13 +348,17 @@ def main(argv):
     os.makedirs(args.out, exist_ok=True)
     doc = merge(load_parts(args.parts, notes), args.machine, notes)
     doc["notes"].append(make_chart(doc, args.out))
+    reader_chart = report_reader.chart(doc, args.out)
+    if reader_chart:
+        doc["notes"].append(reader_chart)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write(markdown(doc))
     print("report: %d runs from %d parts; %s" % (len(doc["runs"]), len(doc["parts"]),
-                                                doc["notes"][-1]))
+                                                "; ".join(n for n in doc["notes"]
+                                                          if ".png" in n)))
     return 0
 
 
