@@ -306,7 +306,7 @@ def measure_ferry_reader(args, paths, dev, batch, stacked, cache, cold_method):
     tool = "python_reader_stacked" if stacked else "python_reader_per_sample"
     run = base_run(tool, "ferry.Reader", args, batch, cache, cold_method)
     try:
-        import ferry
+        import ferry  # noqa: F401  (timed_reader uses it)
     except ImportError as e:
         run["note"] = "not available: ferry not importable (%s)" % e
         return run
@@ -430,7 +430,7 @@ def measure_dataloader(args, paths, batch, workers, cache, cold_method):
 def measure_dali(args, paths, batch, cache, cold_method):
     run = base_run("dali_reader", "fn.readers.numpy(gpu)", args, batch, cache, cold_method)
     try:
-        import nvidia.dali  # noqa: F401
+        import nvidia.dali  # noqa: F401  (make_dali_pipeline imports from it)
         from python_alternatives import make_dali_pipeline
     except ImportError:
         run["note"] = "not available: DALI (nvidia.dali) not importable"

@@ -2,12 +2,14 @@
 # bench/run.sh — the whole benchmark matrix of ferry on this machine, merged into
 # bench/results/<date>-<machine>/{results.json,results.md,chart.png}.
 #
-# usage: sh bench/run.sh [--quick] [--datasets] [--help]      (make bench runs it)
+# usage: sh bench/run.sh [--quick] [--datasets] [--reader | --no-reader] [--help]
+#        (make bench runs it)
 #
 # Steps, in order of importance; each gets what is left of the time budget and
 # one that would not fit is skipped and named in results.md:
 #   1. datasets with `ferry gen` (float32, seed 1):
-#        large 64 x 64 MiB (4 GiB), medium 1024 x 4 MiB (4 GiB), small 16384 x 128 KiB (2 GiB)
+#        large 64 x 64 MiB (4 GiB), medium 1024 x 4 MiB (4 GiB), small 16384 x 128 KiB (2 GiB),
+#        and for the reader tiny 131072 x 16 KiB (2 GiB)
 #   2. per workload, warm: ceilings; ferry (posix, uring: default settings and
 #      threads $WARM_THREADS), naive_c, tuned_pread
 #   3. per workload, cold (drop_caches where permitted, else O_DIRECT): ferry
@@ -15,7 +17,16 @@
 #   4. the Python alternatives (numpy_torch, cupy_load, dali), warm and cold
 #   5. throughput vs threads (medium, warm): 1 .. the cores
 #   6. throughput vs file size (warm): 64 KiB .. 256 MiB, $SIZE_TOTAL bytes each
-#   7. results.json, results.md, chart.png (matplotlib, else gnuplot, else a note)
+#   7. the reader matrix (issue 18), per file set (tiny 16 KiB, small 128 KiB,
+#      medium 4 MiB, large 64 MiB; warm, and cold for small and medium):
+#      `ferry bench --tools reader` (the ceilings, read_only among them, and the
+#      C reader at batch sizes $READER_BATCHES), then bench/python_reader.py
+#      (ferry.Reader stacked and per sample, torch DataLoader, DALI) on the same
+#      files; every row's ratio is to the read-only ceiling of that file set
+#      measured in the same run
+#   8. results.json, results.md (with the reader table), chart.png
+#      (matplotlib, else gnuplot, else a note) and reader.png (matplotlib, else
+#      a note)
 #
 # Environment:
 #   FERRY_BUILD    build directory (build)
@@ -23,37 +34,76 @@
 #   BENCH_BUDGET   seconds for the whole run (500; the GPU machine allows 540 a command)
 #   SCALE          multiplies every file count, e.g. 0.25 (1)
 #   RUN_LIMIT      seconds a run may take (warm 2, cold 1.5; --quick 0.3)
+#   READER_LIMIT   seconds a reader row may take, warm or cold (1; --quick 0.3);
+#                  warm rows also last READER_MIN (0.5; --quick 0.05) and stop
+#                  once every file was delivered after that
+#   READER_BATCHES batch sizes of the reader rows (1,4,32,256)
+#   READER_COLD    the reader's file sets also read cold (small medium: 128 KiB
+#                  and 4 MiB; --quick medium large); empty: none
+#   READER_WORKERS DataLoader num_workers to try (8 and the cores, at least 8);
+#                  cold rows use the best warm one of the same batch size
+#   BENCH_VERIFY=1 the reader rows check every byte (--verify; 1 with --quick, 0
+#                  otherwise: it costs time)
 #   WARM_THREADS, COLD_THREADS, SIZE_TOTAL  override the sweeps and the size-scaling
 #                  dataset (1,2,4,8,..,cores; 4,cores; 1 GiB)
-#   PYTHON         python3 for the alternatives and the report (python3)
+#   PYTHON         python3 for the Python rows and the report (python3; when it
+#                  lacks numpy and /usr/bin/python3 has it, that one)
 #   KEEP_DATA=0    delete the datasets at the end (kept by default)
 #   BENCH_OUT      the results directory (bench/results/<date>-<machine>; with
 #                  --quick $FERRY_BUILD/bench-quick/<date>-<machine>)
 #
-# Disk: the full run writes about 17 GiB (10 GiB of workloads, 7 x 1 GiB for the
-# size scaling). Time on the GPU machine: estimated ~5 minutes from its known
-# rates (datasets ~1 min, warm matrix ~40 s, cold ~2 min, Python ~40 s, scaling
-# ~50 s); the budget keeps it under BENCH_BUDGET regardless.
-# --quick: tiny datasets (a few MiB), short runs; finishes in seconds on any
-# machine, with or without a GPU (no GPU: the host device; GPU-only tools are
-# reported as not available).
+# Disk: the full run writes about 19 GiB (12 GiB of workloads, 7 x 1 GiB for the
+# size scaling). Time on the GPU machine: estimated ~5 minutes for steps 1-6
+# from its known rates (datasets ~1 min, warm matrix ~40 s, cold ~2 min, Python
+# ~40 s, scaling ~50 s) and ~4 minutes for the reader matrix, so the whole does
+# not fit one command of 540 s there: run it as two, `--no-reader` and then
+# `--reader` with the same BENCH_OUT (each merges every part in BENCH_OUT/parts
+# into the report); the budget keeps each under BENCH_BUDGET regardless.
+# The reader matrix's ~4 minutes on the GPU machine (16 cores, 128 GiB): 4 file
+# sets of 2 to 4 GiB, 12 GiB in all, which its page cache holds at once (the
+# 16 KiB set is 131072 files, 2 GiB, 8 x the issue's 16384: one warm pass is
+# ~0.15 s at the ~0.9M files/s it measured, so rows are not all first-batch
+# latency); a row stops at READER_LIMIT (1 s), or, warm, once every file was
+# delivered and READER_MIN (0.5 s) passed; cold rows read once, at most
+# READER_LIMIT. Estimated: 24 C rows ~25 s plus their ceilings and page-cache
+# warming ~35 s; Python ~170 s (per file set ~5 s of imports and CUDA start-up,
+# then per batch size ferry.Reader stacked and per sample, ~1.2 s each, and
+# the DataLoader at 2 worker counts, ~2.5 s each with its worker start-up;
+# cold rows try only the best warm worker count); ~10 s of drop_caches. SCALE
+# (fewer files), READER_LIMIT, READER_BATCHES and READER_WORKERS shrink it.
+# --quick: tiny datasets (a few MiB), short runs, the reader rows verified;
+# about a minute on a 2-core VM (20 s with --reader), with or without a GPU
+# (no GPU: the host device; GPU-only tools are reported as not available).
 # --datasets: step 1 alone (what bench/tune.sh and a later run then reuse).
+# --reader: steps 1 (the reader's file sets only), 7 and 8: issue 18's
+# measurements in one command (~5 minutes on the GPU machine with the datasets
+# to write, ~4 when they are there). --no-reader: every step but 7 (and no
+# tiny dataset).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
-QUICK=0 DATASETS_ONLY=0
+QUICK=0 DATASETS_ONLY=0 READER=1 MATRIX=1
 for arg in "$@"; do
 	case $arg in
 	--quick) QUICK=1 ;;
 	--datasets) DATASETS_ONLY=1 ;;
-	-h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--reader) MATRIX=0 READER=1 ;;
+	--no-reader) READER=0 MATRIX=1 ;;
+	-h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench/run.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
 	esac
 done
 
 FERRY_BUILD=${FERRY_BUILD:-build}
 FERRY=$FERRY_BUILD/ferry
-PYTHON=${PYTHON:-python3}
+# python3, unless it lacks numpy and /usr/bin/python3 has it.
+if [ -z "${PYTHON:-}" ]; then
+	PYTHON=python3
+	if ! python3 -c 'import numpy' >/dev/null 2>&1 &&
+		/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1; then
+		PYTHON=/usr/bin/python3
+	fi
+fi
 BUDGET=${BENCH_BUDGET:-500}
 SCALE=${SCALE:-1}
 DATA=${BENCH_DATA:-${TMPDIR:-/var/tmp}/ferry-bench}
@@ -83,6 +133,11 @@ if [ "$QUICK" = 1 ]; then
 	WARM_THREADS=${WARM_THREADS:-1,2}
 	COLD_THREADS=${COLD_THREADS:-2}
 	SCALE_THREADS=${SCALE_THREADS:-1,2}
+	# The reader's file sets: the workloads above (16k, 128k, 1M); cold: 128k, 1M.
+	READER_WORKLOADS="small:128:16k medium:32:128k large:4:1M"
+	READER_COLD=${READER_COLD-medium large}
+	READER_LIMIT=${READER_LIMIT:-0.3} READER_MIN=${READER_MIN:-0.05}
+	BENCH_VERIFY=${BENCH_VERIFY:-1}
 else
 	WORKLOADS="large:64:64M medium:1024:4M small:16384:128k"
 	SIZES="64k 256k 1M 4M 16M 64M 256M"
@@ -91,7 +146,15 @@ else
 	WARM_THREADS=${WARM_THREADS:-$(powers_to_cores)}
 	COLD_THREADS=${COLD_THREADS:-4,$CORES}
 	SCALE_THREADS=${SCALE_THREADS:-$(seq -s, 1 "$CORES")}
+	READER_WORKLOADS="tiny:131072:16k small:16384:128k medium:1024:4M large:64:64M"
+	READER_COLD=${READER_COLD-small medium}
+	READER_LIMIT=${READER_LIMIT:-1} READER_MIN=${READER_MIN:-0.5}
+	BENCH_VERIFY=${BENCH_VERIFY:-0}
 fi
+READER_BATCHES=${READER_BATCHES:-1,4,32,256}
+READER_WORKERS=${READER_WORKERS:-}
+VERIFY=""
+[ "$BENCH_VERIFY" = 1 ] && VERIFY=--verify
 
 # Machine name: the GPU's, else the host's; safe for a directory name.
 MACHINE=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
@@ -103,7 +166,8 @@ RESULTS=bench/results
 OUT=${BENCH_OUT:-$RESULTS/$(date -u +%Y-%m-%d-%H%M)-$MACHINE_DIR}
 PARTS=$OUT/parts
 mkdir -p "$PARTS" "$DATA" || exit 1
-NOTES=$OUT/notes.txt
+# This command's notes; the report takes those of every command into BENCH_OUT.
+NOTES=$PARTS/notes-$(date -u +%H%M%S)-$$.txt
 : >"$NOTES"
 
 note() { echo "bench: $*" >&2; echo "$*" >>"$NOTES"; }
@@ -157,7 +221,15 @@ bench_part() { # bench_part OUTFILE ARGS...: ferry bench --json with the budget
 
 # ---- 1. datasets ----
 
-for w in $WORKLOADS; do
+# The workloads this command needs: the matrix's, the reader's, or both.
+NEEDED=""
+[ "$MATRIX" = 1 ] && NEEDED=$WORKLOADS
+if [ "$READER" = 1 ]; then
+	for w in $READER_WORKLOADS; do
+		case " $NEEDED " in *" $w "*) ;; *) NEEDED="$NEEDED $w" ;; esac
+	done
+fi
+for w in $NEEDED; do
 	name=${w%%:*} rest=${w#*:}
 	files=$(scaled "${rest%%:*}") size=${rest#*:}
 	step "generate $name ($files x $size)" 5 gen_dataset "$DATA/$name" "$files" "$size" ||
@@ -167,6 +239,7 @@ done
 
 # ---- 2, 3. the matrix ----
 
+[ "$MATRIX" = 1 ] || WORKLOADS=""
 for cache in warm cold; do
 	for w in $WORKLOADS; do
 		name=${w%%:*} rest=${w#*:}
@@ -202,7 +275,7 @@ done
 
 w=$(echo "$WORKLOADS" | tr ' ' '\n' | grep '^medium:')
 files=$(scaled "$(echo "$w" | cut -d: -f2)") size=$(echo "$w" | cut -d: -f3)
-if [ -e "$DATA/medium/.ferry-gen-$files-$size" ]; then
+if [ "$MATRIX" = 1 ] && [ -e "$DATA/medium/.ferry-gen-$files-$size" ]; then
 	step "thread scaling" 15 bench_part "$PARTS/threads-medium.json" --dir "$DATA/medium" \
 		--workload medium --files "$files" --size "$size" --cache warm \
 		--tools ferry,tuned_pread --backends posix --threads "$SCALE_THREADS" \
@@ -211,6 +284,7 @@ fi
 
 # ---- 6. file sizes ----
 
+[ "$MATRIX" = 1 ] || SIZES=""
 for size in $SIZES; do
 	bytes=$(awk -v s="$size" 'BEGIN { n = s + 0; u = substr(s, length(s)); m = 1
 		if (u == "k" || u == "K") m = 1024; else if (u == "M") m = 1048576
@@ -225,7 +299,42 @@ for size in $SIZES; do
 	[ "${KEEP_DATA:-1}" = 0 ] && rm -rf "$dir"
 done
 
-# ---- 7. the report ----
+# ---- 7. the reader matrix ----
+
+# python_reader.py finds this build's libferry and the checkout's package.
+FERRY_LIBRARY=$(cd "$FERRY_BUILD" && pwd)/libferry.so
+PYTHONPATH=$(pwd)/python${PYTHONPATH:+:$PYTHONPATH}
+export FERRY_LIBRARY PYTHONPATH
+
+python_reader() { # python_reader OUTFILE NAME CACHES: bench/python_reader.py with the budget
+	# shellcheck disable=SC2086 # $VERIFY is empty or one word
+	limited "$PYTHON" bench/python_reader.py --dir "$DATA/$2" --workload "$2" --cache "$3" \
+		--batch-sizes "$READER_BATCHES" ${READER_WORKERS:+--workers "$READER_WORKERS"} \
+		--seconds-limit "$READER_LIMIT" --min-seconds "$READER_MIN" \
+		--budget-seconds "$(remaining)" $VERIFY >"$1.tmp" && mv "$1.tmp" "$1"
+}
+
+[ "$READER" = 1 ] || READER_WORKLOADS=""
+for w in $READER_WORKLOADS; do
+	name=${w%%:*} rest=${w#*:}
+	files=$(scaled "${rest%%:*}") size=${rest#*:}
+	[ -e "$DATA/$name/.ferry-gen-$files-$size" ] || continue
+	caches=warm
+	case " $READER_COLD " in *" $name "*) caches=warm,cold ;; esac
+	# shellcheck disable=SC2086
+	step "reader $name ($size, $caches)" 8 bench_part "$PARTS/reader-$name.json" \
+		--dir "$DATA/$name" --workload "$name" --files "$files" --size "$size" \
+		--cache $caches --tools reader --series reader --batch-sizes "$READER_BATCHES" \
+		--seconds-limit "$READER_LIMIT" --min-seconds "$READER_MIN" $VERIFY
+	if ! have_python; then
+		note "Python reader rows skipped: $PYTHON not found"
+		continue
+	fi
+	step "python reader $name ($size, $caches)" 10 python_reader \
+		"$PARTS/python-reader-$name.json" "$name" "$caches"
+done
+
+# ---- 8. the report ----
 
 echo "bench: [$(elapsed)s] report" >&2
 if ! have_python; then
@@ -233,8 +342,9 @@ if ! have_python; then
 	exit 1
 fi
 set --
-while IFS= read -r line; do set -- "$@" --note "$line"; done <"$NOTES"
+cat "$PARTS"/notes-*.txt 2>/dev/null | awk '!seen[$0]++' >"$OUT/notes.all"
+while IFS= read -r line; do set -- "$@" --note "$line"; done <"$OUT/notes.all"
+rm -f "$OUT/notes.all"
 "$PYTHON" bench/report.py --out "$OUT" --machine "$MACHINE" "$@" "$PARTS"/*.json || exit 1
-rm -f "$NOTES"
 [ "${KEEP_DATA:-1}" = 0 ] && rm -rf "$DATA"
 echo "bench: done in $(elapsed)s: $OUT/results.md" >&2
