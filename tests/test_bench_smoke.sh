@@ -2,8 +2,13 @@
 # `ferry bench --json` on a tiny workload on the host device: the document is
 # well formed and has the keys of its documented shape (speed is not checked);
 # --ceilings-only has no runs; usage errors exit 2; bench/python_alternatives.py
-# prints a well-formed document too, whatever modules it finds. Warm cache
-# only: a cold run would drop the page cache of the whole machine.
+# prints a well-formed document too, whatever modules it finds. The reader
+# rows (issue 18): `ferry bench --tools reader --verify` gives a verified row
+# per batch size with its ratio to the read-only ceiling, and
+# `bench/run.sh --quick --reader` (the C reader with --verify, then
+# bench/python_reader.py with --verify, then the report) writes the reader
+# table with every file set and batch size, saying the device is the host.
+# Warm cache only: a cold run would drop the page cache of the whole machine.
 # FERRY_BUILD names the build directory (default build).
 # Exit 0 pass, 1 fail, 77 skip.
 BUILD=${FERRY_BUILD:-build}
@@ -32,13 +37,16 @@ for key in ("machine", "date", "device", "ceilings", "runs"):
     if key not in doc:
         problems.append("no key %s" % key)
 ceilings = doc.get("ceilings") or {}
-for key in ("pinned_h2d_gbps", "storage_direct_gbps", "page_cache_gbps"):
+for key in ("pinned_h2d_gbps", "storage_direct_gbps", "page_cache_gbps", "read_only_gbps",
+            "read_only_files_per_s"):
     if key not in ceilings:
         problems.append("no ceiling %s" % key)
     elif ceilings[key] is not None and not isinstance(ceilings[key], (int, float)):
         problems.append("ceiling %s is not a number" % key)
-if kind == "bench" and not ceilings.get("pinned_h2d_gbps"):
+if kind in ("bench", "reader") and not ceilings.get("pinned_h2d_gbps"):
     problems.append("pinned_h2d_gbps was not measured on the host device")
+if kind in ("bench", "reader", "ceilings") and not ceilings.get("read_only_files_per_s"):
+    problems.append("the read-only ceiling was not measured")
 runs = doc.get("runs")
 if not isinstance(runs, list):
     problems.append("runs is not a list")
@@ -49,6 +57,8 @@ if kind != "ceilings" and not runs:
     problems.append("no runs")
 KEYS = ("tool", "backend", "workload", "cache", "cold_method", "threads", "chunk", "gbps",
         "files_per_s", "cpu_s_per_gb", "ratio_to_ceiling", "available", "note")
+if kind in ("bench", "reader", "python_reader"):
+    KEYS += ("batch_size", "ceiling", "ceiling_gbps", "verified", "first_batch_s")
 for i, r in enumerate(runs):
     for key in KEYS:
         if key not in r:
@@ -66,14 +76,37 @@ for i, r in enumerate(runs):
     elif not r.get("note"):
         problems.append("run %d (%s): unavailable without a note" % (i, r.get("tool")))
 tools = set(r.get("tool") for r in runs)
-want = {"bench": {"ferry", "naive_c", "tuned_pread"},
-        "python": {"numpy_torch", "cupy_load", "dali"}}.get(kind, set())
+want = {"bench": {"ferry", "naive_c", "tuned_pread", "reader"},
+        "python": {"numpy_torch", "cupy_load", "dali"},
+        "reader": {"reader"},
+        "python_reader": {"python_reader_stacked", "python_reader_per_sample",
+                          "torch_dataloader", "dali_reader"}}.get(kind, set())
 for t in sorted(want - tools):
     problems.append("no run of %s" % t)
 if kind == "bench":
     ok = [r for r in runs if r.get("tool") == "ferry" and r.get("available")]
     if not ok:
         problems.append("no available ferry run on the host device")
+if kind == "reader":
+    batches = sorted(r.get("batch_size") or 0 for r in runs if r.get("tool") == "reader")
+    if batches != [1, 4, 32, 256]:
+        problems.append("reader rows of batch sizes %s, not 1, 4, 32, 256" % batches)
+    for r in runs:
+        if r.get("tool") != "reader":
+            continue
+        if not (r.get("available") and r.get("verified")):
+            problems.append("reader batch %s: not verified: %s" % (r.get("batch_size"), r.get("note")))
+        if r.get("ceiling") != "read_only" or not isinstance(r.get("ratio_to_ceiling"), float):
+            problems.append("reader batch %s: no ratio to read_only" % r.get("batch_size"))
+if kind == "python_reader":
+    for tool in ("python_reader_stacked", "python_reader_per_sample"):
+        ok = [r for r in runs if r.get("tool") == tool and r.get("available")]
+        if len(ok) != 4:
+            problems.append("%d available %s rows, not 4 (one a batch size): %s" % (
+                len(ok), tool, [r.get("note") for r in runs if r.get("tool") == tool][:1]))
+    if not all(r.get("verified") for r in runs
+               if r.get("tool") == "python_reader_stacked" and r.get("available")):
+        problems.append("python_reader_stacked rows not verified under --verify")
 for p in problems:
     print("  " + p)
 sys.exit(1 if problems else 0)
@@ -112,7 +145,16 @@ fi
 { grep -q '^ *ferry ' "$TMP/table" && grep -q 'naive_c' "$TMP/table"; } ||
 	fail "the table lacks ferry or naive_c rows: $(head -c 400 "$TMP/table")"
 
-for bad in "--tools nosuch" "--threads 0" "--cache lukewarm" "--chunk 3000" "--frobnicate"; do
+if "$FERRY" bench --json --device host --dir "$TMP/data" --workload tiny --tools reader \
+	--verify --seconds-limit 0.3 --min-seconds 0 >"$TMP/reader.json" 2>"$TMP/err"; then
+	check reader "$TMP/reader.json" "ferry bench --json --tools reader --verify"
+else
+	fail "ferry bench --tools reader exited $?"
+	sed 's/^/    err: /' "$TMP/err" | tail -n 10
+fi
+
+for bad in "--tools nosuch" "--threads 0" "--cache lukewarm" "--chunk 3000" "--frobnicate" \
+	"--batch-sizes 0" "--batch-sizes 1,x" "--reader-threads 0" "--ceiling-threads 65"; do
 	# shellcheck disable=SC2086 # split on purpose
 	"$FERRY" bench $bad --dir "$TMP/data" >/dev/null 2>&1
 	rc=$?
@@ -126,6 +168,35 @@ if [ -f bench/python_alternatives.py ]; then
 	else
 		fail "bench/python_alternatives.py exited $?"
 		tail -n 10 "$TMP/err" | sed 's/^/    err: /'
+	fi
+fi
+
+# The reader matrix in quick mode, end to end, warm only: every row verified.
+if [ -f bench/python_reader.py ]; then
+	if FERRY_BUILD=$BUILD PYTHON=$PY BENCH_DATA="$TMP/rdata" BENCH_OUT="$TMP/rout" \
+		READER_COLD='' READER_LIMIT=0.2 READER_MIN=0 BENCH_VERIFY=1 FERRY_DEVICE=host \
+		sh bench/run.sh --quick --reader >"$TMP/run.log" 2>&1; then
+		for part in "$TMP"/rout/parts/reader-*.json; do
+			check reader "$part" "bench/run.sh --quick --reader: $(basename "$part")"
+		done
+		for part in "$TMP"/rout/parts/python-reader-*.json; do
+			check python_reader "$part" "bench/run.sh --quick --reader: $(basename "$part")"
+		done
+		md=$TMP/rout/results.md
+		grep -q '^## Reader: batches against the read-only ceiling' "$md" ||
+			fail "results.md has no reader section"
+		grep -q 'host device (no GPU)' "$md" || fail "results.md does not say the device is the host"
+		# A row per file set (16 KiB, 128 KiB, 1 MiB) and batch size, warm.
+		rows=$(grep -c '^| [0-9.]* [KM]iB ([a-z]*) | warm | [0-9]* |' "$md")
+		[ "$rows" -eq 12 ] || fail "results.md's reader table has $rows warm rows, not 12"
+		"$PY" -c 'import json, sys; d = json.load(open(sys.argv[1]))
+assert len(d["reader_ceilings"]) == 3, d["reader_ceilings"]
+assert all(r.get("ratio_to_ceiling") for r in d["runs"] if r.get("available")
+           and r.get("tool") in ("reader", "python_reader_stacked", "python_reader_per_sample"))' \
+			"$TMP/rout/results.json" || fail "results.json lacks the reader ceilings or ratios"
+	else
+		fail "bench/run.sh --quick --reader exited $?"
+		tail -n 15 "$TMP/run.log" | sed 's/^/    log: /'
 	fi
 fi
 
