@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "npy/npy.h"
 
 #define CHECK(cond)                                                                  \

@@ -1,5 +1,5 @@
-/* What every layer uses: error messages, sizes, time, aligned memory, and a
- * small thread pool. */
+/* What every layer uses: error messages, sizes, time, aligned memory, a small
+ * thread pool, and the conversions of array payloads on host memory. */
 #ifndef FERRY_BASE_H
 #define FERRY_BASE_H
 
@@ -55,5 +55,24 @@ unsigned ferry__pool_parallel(struct ferry__pool *pool, unsigned n,
 			      void (*fn)(void *arg, unsigned i), void *arg);
 /* Number of worker threads. */
 unsigned ferry__pool_size(struct ferry__pool *pool);
+
+/* ==== conversions: byte order and Fortran-to-C layout on host memory ==== */
+/* Pure functions on host memory: npy/ converts payloads read on the host with
+ * them, and the host device runs its conversions with them (device.h). */
+
+/*
+ * Reverses the byte order of count elements of itemsize bytes at data, in place.
+ * A complex element (is_complex) swaps its two components separately; one-byte
+ * elements are left alone. Returns nothing.
+ */
+void ferry__byteswap(void *data, uint64_t count, size_t itemsize, int is_complex);
+
+/*
+ * Writes into dst the C-order (row-major) layout of the Fortran-order array src
+ * of the given rank (0..FERRY_MAX_DIMS), shape and itemsize. dst and src must not
+ * overlap. Returns nothing.
+ */
+void ferry__fortran_to_c(void *dst, const void *src, int ndim, const int64_t *shape,
+			 size_t itemsize);
 
 #endif

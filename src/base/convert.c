@@ -1,7 +1,7 @@
 /*
- * Host-side conversions: byte swapping and Fortran-to-C layout. See convert.h.
+ * Conversions on host memory: byte swapping and Fortran-to-C layout (base.h).
  */
-#include "npy/npy.h"
+#include "base/base.h"
 
 #include <string.h>
 
