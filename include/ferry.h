@@ -193,6 +193,13 @@ enum ferry_oob_policy {
 	FERRY_OOB_TRIM,      /* the region is trimmed to the array (trim_to_shape) */
 };
 
+/* What a sample is. */
+enum ferry_sample_unit {
+	FERRY_SAMPLES_FILES = 0, /* each file is a sample (default) */
+	FERRY_SAMPLES_ROWS,      /* each row of each file along axis 0 is a sample: files
+				  * may differ in row count, not in row shape or dtype */
+};
+
 enum ferry_on_error {
 	FERRY_ON_ERROR_STOP = 0, /* ferry_reader_next returns the error (default) */
 	FERRY_ON_ERROR_SKIP,     /* the bad file is left out of its batch and counted */
@@ -245,6 +252,11 @@ struct ferry_reader_config {
 
 	/* Resume where a saved state says (NULL: from the first batch). */
 	const struct ferry_reader_state *resume;
+
+	/* Files or their rows as samples. Shuffling, shards, padding, epochs and
+	 * resuming count samples; a region of interest applies to a sample's axes
+	 * (a row's: the file's axes after the first). */
+	enum ferry_sample_unit samples;
 };
 
 /* Where a reader stands: the next batch ferry_reader_next gives, and a
@@ -264,7 +276,8 @@ struct ferry_sample {
 	int64_t shape[FERRY_MAX_DIMS];
 	uint64_t nbytes;
 	const char *path;        /* the source file (valid until the reader closes) */
-	int is_padding;          /* 1: a pad_last_batch repeat (data is the last real sample's) */
+	int is_padding;          /* 1: a pad_last_batch repeat of the last real sample */
+	int64_t row;             /* FERRY_SAMPLES_ROWS: the row of path it is; else -1 */
 };
 
 struct ferry_epoch_info {

@@ -195,13 +195,13 @@ class ReaderConfig(ctypes.Structure):
                 ("roi_start_rel", c_double_p), ("roi_end_rel", c_double_p),
                 ("roi_shape_rel", c_double_p), ("roi_axes", c_int_p),
                 ("out_of_bounds_policy", ctypes.c_int), ("fill_value", ctypes.c_double),
-                ("resume", ctypes.c_void_p)]
+                ("resume", ctypes.c_void_p), ("samples", ctypes.c_int)]
 
 
 class Sample(ctypes.Structure):
     _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("ndim", ctypes.c_int),
                 ("shape", ctypes.c_int64 * MAX_DIMS), ("nbytes", ctypes.c_uint64),
-                ("path", ctypes.c_char_p), ("is_padding", ctypes.c_int)]
+                ("path", ctypes.c_char_p), ("is_padding", ctypes.c_int), ("row", ctypes.c_int64)]
 
 
 class EpochInfo(ctypes.Structure):

@@ -149,9 +149,10 @@ int ferry_batch_sample(const ferry_batch *b, unsigned i, struct ferry_sample *ou
 	memset(out, 0, sizeof(*out));
 	out->data = b->mem + (pad ? b->pad_offset + (i - b->nout) * b->pad_stride : s->offset);
 	out->dtype = s->h.dtype;
-	out->ndim = s->rg.ndim;
-	memcpy(out->shape, s->rg.shape, sizeof(int64_t) * (size_t)s->rg.ndim);
+	const int64_t *shape = ferry__slot_shape(s, &out->ndim);
+	memcpy(out->shape, shape, sizeof(int64_t) * (size_t)out->ndim);
 	out->nbytes = s->nbytes;
+	out->row = s->row;
 	out->path = b->r->ds.paths[s->file];
 	out->is_padding = pad;
 	return 0;
@@ -161,10 +162,13 @@ int ferry_batch_sample(const ferry_batch *b, unsigned i, struct ferry_sample *ou
 static int ragged(const ferry_batch *b)
 {
 	const struct slot *first = &b->slots[b->out[0]];
+	int n0, n;
+	const int64_t *shape0 = ferry__slot_shape(first, &n0);
 	for (unsigned k = 1; k < b->nout; k++) {
 		const struct slot *s = &b->slots[b->out[k]];
-		if (s->nbytes != first->nbytes || s->rg.ndim != first->rg.ndim ||
-		    memcmp(s->rg.shape, first->rg.shape, sizeof(int64_t) * (size_t)s->rg.ndim))
+		const int64_t *shape = ferry__slot_shape(s, &n);
+		if (s->nbytes != first->nbytes || n != n0 ||
+		    memcmp(shape, shape0, sizeof(int64_t) * (size_t)n))
 			return ferry__fail(-FERRY_EMISMATCH, "%s: batch %llu cannot be stacked: "
 					   "samples %s and %s differ in shape", b->r->name,
 					   (unsigned long long)b->index, b->r->ds.paths[first->file],
@@ -254,8 +258,9 @@ static uint64_t fnv(uint64_t h, const void *bytes, size_t len)
 static uint64_t order_fingerprint(const struct ferry_reader *r)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
-	uint64_t v[] = { r->ds.n, r->batch_size, r->shard, r->nshards, (uint64_t)r->stick,
-			 (uint64_t)r->pad, (uint64_t)r->shuffle, r->shuffle ? r->seed : 0 };
+	uint64_t v[] = { r->nsamples, r->batch_size, r->shard, r->nshards, (uint64_t)r->stick,
+			 (uint64_t)r->pad, (uint64_t)r->shuffle, r->shuffle ? r->seed : 0,
+			 (uint64_t)r->rows };
 	h = fnv(h, v, sizeof(v));
 	for (size_t i = 0; i < r->ds.n; i++)
 		h = fnv(h, r->ds.keys[i], strlen(r->ds.keys[i]) + 1);
@@ -286,6 +291,8 @@ static int check_limits(const struct ferry_reader_config *cfg)
 		rc = check_limit("prefetch_depth", cfg->prefetch_depth, FERRY_PREFETCH_MAX);
 	if (rc == 0 && cfg->on_error != FERRY_ON_ERROR_STOP && cfg->on_error != FERRY_ON_ERROR_SKIP)
 		rc = ferry__fail(-FERRY_ECONFIG, "reader: on_error must be stop or skip");
+	if (rc == 0 && cfg->samples != FERRY_SAMPLES_FILES && cfg->samples != FERRY_SAMPLES_ROWS)
+		rc = ferry__fail(-FERRY_ECONFIG, "reader: samples must be files or rows");
 	return rc;
 }
 
@@ -310,18 +317,24 @@ static int apply_config(struct ferry_reader *r, const struct ferry_reader_config
 	r->cache_on = !cfg->no_header_cache;
 	r->on_error = cfg->on_error;
 	r->fill_value = cfg->fill_value;
+	r->rows = cfg->samples == FERRY_SAMPLES_ROWS;
 	r->chunk = ferry__staging_chunk_size(ferry__lanes_get(ld->lanes, 0));
 	r->packable = ld->io_ops->placement == FERRY__STAGE_PINNED && !ld->direct;
 	return 0;
 }
 
-static int allocate_tables(struct ferry_reader *r)
+static int allocate_cache(struct ferry_reader *r)
 {
 	r->cache = calloc(r->ds.n, sizeof(*r->cache));
-	r->order = malloc((r->ds.n / r->nshards + 1) * sizeof(*r->order));
-	if (!r->cache || !r->order)
-		return ferry__fail(-ENOMEM, "reader: out of memory for %zu files", r->ds.n);
-	return 0;
+	return r->cache ? 0 : ferry__fail(-ENOMEM, "reader: out of memory for %zu files", r->ds.n);
+}
+
+/* The order of an epoch's samples: a shard's. */
+static int allocate_order(struct ferry_reader *r)
+{
+	r->order = malloc((r->nsamples / r->nshards + 1) * sizeof(*r->order));
+	return r->order ? 0 : ferry__fail(-ENOMEM, "reader: out of memory for %llu samples",
+					  (unsigned long long)r->nsamples);
 }
 
 /* What the reader's messages call its dataset: its directory or list. */
@@ -346,13 +359,19 @@ static void init_sync(struct ferry_reader *r)
 static int open_dataset(struct ferry_reader *r, const struct ferry_reader_config *cfg)
 {
 	int rc = ferry__dataset_list(cfg, &r->ds);
-	if (rc == 0 && r->ds.n < r->nshards)
-		rc = ferry__fail(-FERRY_ECONFIG, "reader: %zu files cannot make %u shards", r->ds.n,
+	if (rc == 0)
+		rc = allocate_cache(r);
+	r->nsamples = r->ds.n;
+	if (rc == 0 && r->rows)
+		rc = ferry__rows_index(r);
+	if (rc == 0 && r->nsamples < r->nshards)
+		rc = ferry__fail(-FERRY_ECONFIG, "reader: %llu %s cannot make %u shards",
+				 (unsigned long long)r->nsamples, r->rows ? "rows" : "files",
 				 r->nshards);
 	if (rc == 0)
-		rc = allocate_tables(r);
+		rc = allocate_order(r);
 	/* A batch holds at most a shard's samples (padding rows are no slots). */
-	uint64_t largest = (r->ds.n + r->nshards - 1) / r->nshards;
+	uint64_t largest = (r->nsamples + r->nshards - 1) / r->nshards;
 	r->slots_cap = largest < r->batch_size ? (unsigned)largest : r->batch_size;
 	r->fingerprint = order_fingerprint(r);
 	if (rc == 0 && cfg->resume)
@@ -399,6 +418,7 @@ int ferry_reader_close(ferry_reader *r)
 		r->dev->ops->stream_destroy(r->dev, r->side);
 	ferry__headers_free(r);
 	free(r->order);
+	free(r->row_start);
 	free(r->name);
 	ferry__dataset_free(&r->ds);
 	pthread_cond_destroy(&r->loaded);

@@ -59,70 +59,89 @@ static int64_t region_runs(struct slot *s, struct ferry__run *one, struct ferry_
 	return ferry__region_runs(&s->rg, s->h.shape, s->h.itemsize, runs);
 }
 
-/* Requests for s's header (when it came from the cache, to check it) and its
- * runs, into dst; preads of adjacent requests merge in the backend. */
-static int make_requests(struct slot *s, unsigned char *head, char *dst, struct ferry__io_req **reqs,
-			 struct ferry__io_req *stack, unsigned *n)
+/* The read requests of one file's outputs, growing past a stack array. */
+struct reqs {
+	struct ferry__io_req *v;
+	unsigned n, cap;
+	struct ferry__io_req stack[PACK_REQS];
+};
+
+static int push_req(struct reqs *q, struct ferry__io_req req)
 {
-	struct ferry__run one, *runs;
-	int64_t nruns = region_runs(s, &one, &runs);
-	if (nruns < 0)
-		return (int)nruns;
-	unsigned extra = s->cached ? 1 : 0, total = (unsigned)nruns + extra;
-	*reqs = total <= PACK_REQS ? stack : malloc(total * sizeof(**reqs));
-	if (!*reqs) {
-		if (runs != &one)
-			free(runs);
-		return ferry__fail(-ENOMEM, "out of memory reading %llu runs", (unsigned long long)nruns);
+	if (q->n == q->cap) {
+		unsigned cap = 2 * q->cap;
+		struct ferry__io_req *v = malloc(cap * sizeof(*v));
+		if (!v)
+			return ferry__fail(-ENOMEM, "out of memory planning %u reads", cap);
+		memcpy(v, q->v, q->n * sizeof(*v));
+		if (q->v != q->stack)
+			free(q->v);
+		q->v = v;
+		q->cap = cap;
 	}
-	if (extra)
-		(*reqs)[0] = (struct ferry__io_req){ .dst = head, .len = ferry__head_len(&s->h) };
-	for (int64_t k = 0; k < nruns; k++)
-		(*reqs)[extra + k] = (struct ferry__io_req){ .dst = dst + runs[k].dst, .len = runs[k].len,
-							     .offset = s->h.data_offset + runs[k].src };
-	if (runs != &one)
-		free(runs);
-	*n = total;
+	q->v[q->n++] = req;
 	return 0;
 }
 
-/* Every request got all its bytes; a cached header read back unchanged. */
-static int check_requests(struct slot *s, const struct ferry__io_req *reqs, unsigned n,
-			  const unsigned char *head)
+/* The requests of s's runs, into dst; adjacent ones (consecutive rows of one
+ * file) merge into one preadv in the backend. */
+static int add_runs(struct reqs *q, struct slot *s, char *dst)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (reqs[i].result < 0 || (size_t)reqs[i].result < reqs[i].len)
+	struct ferry__run one, *runs;
+	int64_t nruns = region_runs(s, &one, &runs);
+	int rc = nruns < 0 ? (int)nruns : 0;
+	for (int64_t k = 0; rc == 0 && k < nruns; k++)
+		rc = push_req(q, (struct ferry__io_req){ .dst = dst + runs[k].dst, .len = runs[k].len,
+							 .offset = s->h.data_offset + runs[k].src });
+	if (runs != &one)
+		free(runs);
+	return rc;
+}
+
+/* Every request got all its bytes; a cached header read back unchanged. */
+static int check_requests(struct slot *s, const struct reqs *q, const unsigned char *head)
+{
+	for (unsigned i = 0; i < q->n; i++)
+		if (q->v[i].result < 0 || (size_t)q->v[i].result < q->v[i].len)
 			return ferry__fail(-FERRY_ETRUNCATED, "%s: file ends before byte %llu",
-					   s->f->path, (unsigned long long)(reqs[i].offset + reqs[i].len));
-	if (s->cached && memcmp(head, s->head, reqs[0].len))
+					   s->f->path, (unsigned long long)(q->v[i].offset + q->v[i].len));
+	if (s->cached && memcmp(head, s->head, q->v[0].len))
 		return ferry__fail(-FERRY_ECHANGED, "%s: changed while being read: its header is "
 				   "not the one the batch was planned from", s->f->path);
 	return 0;
 }
 
-/* Reads output s into host staging at dst. */
-static void read_packed(struct ferry_reader *r, struct slot *s, char *dst)
+/* Outputs ss[0..n) of one file (rows of it, or the file) into host staging at
+ * dsts[]: one open, one read call (with the cached header checked), one
+ * close. A failure is every one's: they are the same file. */
+static void read_packed(struct ferry_reader *r, struct slot **ss, char **dsts, unsigned n)
 {
 	unsigned char head[FERRY__HEAD_MAX];
-	struct ferry__io_req stack[PACK_REQS], *reqs = NULL;
-	unsigned n = 0;
+	struct reqs q = { .v = q.stack, .cap = PACK_REQS };
+	struct slot *s = ss[0];
 	int rc = open_slot(r, s);
+	for (unsigned i = 1; i < n; i++)
+		ss[i]->stale = s->stale;
 	if (rc != 0)
-		return;
-	rc = make_requests(s, head, dst, &reqs, stack, &n);
-	if (rc == 0 && n)
-		rc = r->ld->io_ops->read(r->ld->io, s->f, reqs, n);
+		goto out;
+	if (s->cached)
+		rc = push_req(&q, (struct ferry__io_req){ .dst = head, .len = ferry__head_len(&s->h) });
+	for (unsigned i = 0; rc == 0 && i < n; i++)
+		rc = add_runs(&q, ss[i], dsts[i]);
+	if (rc == 0 && q.n)
+		rc = r->ld->io_ops->read(r->ld->io, s->f, q.v, q.n);
 	if (rc == 0)
-		rc = check_requests(s, reqs, n, head);
+		rc = check_requests(s, &q, head);
 	if (rc == 0)
 		rc = ferry__io_check_unchanged(s->f);
-	for (unsigned i = 0; i < n && rc == 0; i++)
-		s->stats.bytes_read += reqs[i].len;
-	s->stats.reads += n;
-	if (reqs != stack)
-		free(reqs);
-	if (rc < 0)
-		ferry__slot_fail(r, s, rc);
+	for (unsigned i = 0; i < q.n && rc == 0; i++)
+		s->stats.bytes_read += q.v[i].len;
+	s->stats.reads += q.n;
+	for (unsigned i = 0; rc < 0 && i < n; i++)
+		ferry__slot_fail(r, ss[i], rc);
+out:
+	if (q.v != q.stack)
+		free(q.v);
 	ferry__slot_close(r, s);
 }
 
@@ -139,17 +158,39 @@ uint64_t ferry__item_span(const struct ferry_batch *b, const struct item *it)
 	return last->offset + last->nbytes - first->offset;
 }
 
+/* Outputs k, k + 1, ... of item it that are the same file, from the cache
+ * (consecutive rows), up to cap; returns how many (at least 1). */
+static unsigned same_file_run(struct ferry_batch *b, const struct item *it, unsigned k,
+			      struct slot **ss, unsigned cap)
+{
+	unsigned n = 1;
+	ss[0] = &b->slots[b->out[it->first + k]];
+	while (n < cap && k + n < it->count && ss[0]->cached && !ss[0]->f && !ss[0]->fetched) {
+		struct slot *s = &b->slots[b->out[it->first + k + n]];
+		if (s->file != ss[0]->file || s->fetched || s->f || !s->cached)
+			break;
+		ss[n++] = s;
+	}
+	return n;
+}
+
 /* Reads the outputs of item it of b into buf at pos; describes its copy. */
 static void read_pack_item(struct ferry_batch *b, const struct item *it, struct ferry__buf *buf,
 			   size_t pos, unsigned lane, struct ferry__copy *copy)
 {
 	const struct slot *first = &b->slots[b->out[it->first]];
-	for (unsigned k = 0; k < it->count; k++) {
-		struct slot *s = &b->slots[b->out[it->first + k]];
-		if (s->fetched)
-			s->fetched = 0; /* read by ferry__fetch_whole_files */
-		else
-			read_packed(b->r, s, (char *)buf->data + pos + (s->offset - first->offset));
+	struct slot *ss[PACK_REQS];
+	char *dsts[PACK_REQS];
+	for (unsigned k = 0; k < it->count;) {
+		unsigned n = same_file_run(b, it, k, ss, PACK_REQS);
+		k += n;
+		if (ss[0]->fetched) {
+			ss[0]->fetched = 0; /* read by ferry__fetch_whole_files */
+			continue;
+		}
+		for (unsigned i = 0; i < n; i++)
+			dsts[i] = (char *)buf->data + pos + (ss[i]->offset - first->offset);
+		read_packed(b->r, ss, dsts, n);
 	}
 	*copy = (struct ferry__copy){ .dst = b->mem + first->offset, .src_offset = pos,
 				      .len = (size_t)ferry__item_span(b, it),

@@ -75,11 +75,15 @@ static int take_batch(struct ferry_reader *r, struct ferry_batch **out)
 	return 0;
 }
 
-static void reset_slot(struct slot *s, uint64_t file)
+/* Slot s is sample: a file, or (rows) a file's row. */
+static void reset_slot(const struct ferry_reader *r, struct slot *s, uint64_t sample)
 {
 	free(s->msg);
 	memset(s, 0, sizeof(*s));
-	s->file = file;
+	s->file = sample;
+	s->row = -1;
+	if (r->rows)
+		ferry__rows_locate(r, sample, &s->file, &s->row);
 }
 
 /* Clears what the batch's last use left: errors, counters, tickets. A batch
@@ -113,7 +117,7 @@ static void prepare_order(struct ferry_reader *r, uint64_t epoch)
 	if (r->order_valid && r->order_epoch == epoch)
 		return;
 	r->order_shard = ferry__epoch_shard(r->shard, r->nshards, r->stick, epoch);
-	ferry__shard_range(r->ds.n, r->order_shard, r->nshards, &begin, &end);
+	ferry__shard_range(r->nsamples, r->order_shard, r->nshards, &begin, &end);
 	r->order_n = end - begin;
 	for (uint64_t i = 0; i < r->order_n; i++)
 		r->order[i] = begin + i;
@@ -142,7 +146,7 @@ static void fill_slots(struct ferry_reader *r, struct ferry_batch *b)
 	b->nslots = (unsigned)real;
 	b->pad_asked = r->pad ? r->batch_size - (unsigned)real : 0;
 	for (unsigned i = 0; i < b->nslots; i++)
-		reset_slot(&b->slots[i], r->order[begin + i]);
+		reset_slot(r, &b->slots[i], r->order[begin + i]);
 }
 
 struct ferry_epoch_info ferry__pipeline_first_epoch(struct ferry_reader *r)

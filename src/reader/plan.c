@@ -34,11 +34,41 @@ int ferry__slot_live(const struct slot *s)
 	return !s->skipped && !s->error;
 }
 
+const int64_t *ferry__slot_shape(const struct slot *s, int *ndim)
+{
+	int row = s->row >= 0;
+	*ndim = s->rg.ndim - row;
+	return s->rg.shape + row;
+}
+
+/* A row's region, in the file's coordinates: [row, row + 1) on axis 0, the
+ * region of interest (resolved on the row's shape) on the others. */
+static int resolve_row(struct ferry_reader *r, struct slot *s)
+{
+	const char *path = r->ds.paths[s->file];
+	struct ferry__region in_row;
+	if (s->h.ndim < 1 || s->row >= s->h.shape[0])
+		return ferry__fail(-FERRY_ECHANGED, "%s: changed: row %lld is past its %lld rows",
+				   path, (long long)s->row, (long long)(s->h.ndim ? s->h.shape[0] : 0));
+	int rc = ferry__roi_resolve(&r->roi, s->h.ndim - 1, s->h.shape + 1, path, &in_row);
+	if (rc < 0)
+		return rc;
+	s->rg = (struct ferry__region){ .ndim = s->h.ndim, .count = in_row.count,
+					.padded = in_row.padded };
+	s->rg.start[0] = s->row;
+	s->rg.shape[0] = 1;
+	memcpy(s->rg.start + 1, in_row.start, sizeof(int64_t) * (size_t)in_row.ndim);
+	memcpy(s->rg.shape + 1, in_row.shape, sizeof(int64_t) * (size_t)in_row.ndim);
+	return 0;
+}
+
 /* Resolves s's region and output size from its header. Returns 0 or an error
  * (not recorded). */
 static int resolve_region(struct ferry_reader *r, struct slot *s)
 {
-	int rc = ferry__roi_resolve(&r->roi, s->h.ndim, s->h.shape, r->ds.paths[s->file], &s->rg);
+	int rc = s->row >= 0 ? resolve_row(r, s)
+			     : ferry__roi_resolve(&r->roi, s->h.ndim, s->h.shape,
+						  r->ds.paths[s->file], &s->rg);
 	if (rc == 0)
 		s->nbytes = s->rg.count * s->h.itemsize;
 	return rc;
@@ -157,11 +187,14 @@ static void list_outputs(struct ferry_batch *b)
 /* Whether every output has the first one's dtype and shape. */
 static int outputs_dense(const struct ferry_batch *b)
 {
+	int n0, n;
 	const struct slot *first = &b->slots[b->out[0]];
+	const int64_t *shape0 = ferry__slot_shape(first, &n0);
 	for (unsigned k = 1; k < b->nout; k++) {
 		const struct slot *s = &b->slots[b->out[k]];
-		if (s->h.dtype != first->h.dtype || s->rg.ndim != first->rg.ndim ||
-		    memcmp(s->rg.shape, first->rg.shape, sizeof(int64_t) * (size_t)s->rg.ndim))
+		const int64_t *shape = ferry__slot_shape(s, &n);
+		if (s->h.dtype != first->h.dtype || n != n0 ||
+		    memcmp(shape, shape0, sizeof(int64_t) * (size_t)n))
 			return 0;
 	}
 	return 1;
@@ -202,8 +235,8 @@ static int lay_out(struct ferry_batch *b)
 		return 0;
 	l->dense = outputs_dense(b);
 	l->dtype = first->h.dtype;
-	l->ndim = first->rg.ndim;
-	memcpy(l->shape, first->rg.shape, sizeof(int64_t) * (size_t)l->ndim);
+	const int64_t *shape = ferry__slot_shape(first, &l->ndim);
+	memcpy(l->shape, shape, sizeof(int64_t) * (size_t)l->ndim);
 	l->sample_bytes = first->nbytes;
 	uint64_t align = l->dense ? 1 : SAMPLE_ALIGN;
 	for (unsigned k = 0; k < b->nout; k++) {

@@ -3,6 +3,7 @@
  *   dataset.c   listing, sharding and shuffling a dataset
  *   roi.c       region-of-interest math
  *   headers.c   the header cache
+ *   rows.c      rows as samples: every file's rows numbered across files
  *   plan.c      a batch's plan: headers, layout in batch memory, work items
  *   fetch.c     the work items: files read into staging, copies queued
  *   fetch_files.c  small files read whole, many per system call
@@ -120,6 +121,7 @@ enum fetch_kind {
 /* One sample of a batch while it loads. */
 struct slot {
 	uint64_t file;          /* dataset index */
+	int64_t row;            /* rows as samples: the file's row; else -1 */
 	int skipped, error;
 	char *msg;              /* the error's message (names the file) */
 	int cached;             /* h came from the cache: checked against the file when opened */
@@ -197,6 +199,9 @@ struct ferry_reader {
 	unsigned slots_cap;          /* real samples a batch may hold: min(batch, largest shard) */
 	uint64_t epochs, seed;
 	int stick, pad, shuffle, cache_on, packable;
+	int rows;                    /* FERRY_SAMPLES_ROWS */
+	uint64_t nsamples;           /* files, or rows of all files */
+	uint64_t *row_start;         /* rows: the first sample of each file, ds.n + 1 entries */
 	enum ferry_on_error on_error;
 	double fill_value;
 	size_t chunk;                /* the staging chunk: the most one PACK run holds */
@@ -246,7 +251,19 @@ void ferry__headers_store(struct ferry_reader *r, const struct slot *s);
 /* Frees the cache. */
 void ferry__headers_free(struct ferry_reader *r);
 
+/* ---- rows.c ---- */
+
+/* Parses every file's header (into the cache), checks their rows agree, and
+ * numbers the rows. Returns 0, -FERRY_EMISMATCH naming two files, or an error. */
+int ferry__rows_index(struct ferry_reader *r);
+/* The file and row that sample is. */
+void ferry__rows_locate(const struct ferry_reader *r, uint64_t sample, uint64_t *file,
+			int64_t *row);
+
 /* ---- plan.c ---- */
+
+/* A sample's output shape: its region's, less the row axis in rows mode. */
+const int64_t *ferry__slot_shape(const struct slot *s, int *ndim);
 
 /* Records err on the slot with the calling thread's message (naming the file). */
 int ferry__slot_fail(struct ferry_reader *r, struct slot *s, int err);
