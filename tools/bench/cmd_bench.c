@@ -423,8 +423,12 @@ static int begin_run(struct bench *b, struct ferry_bench_run *run, int cold)
 			 b->opt.budget_seconds);
 		return -1;
 	}
-	ferry_bench_progress("[%u] %s %s %s threads %u batch %u", b->report.nruns, run->tool,
-			     run->backend, run->cache, run->threads, run->batch_size);
+	if (run->batch_size)
+		ferry_bench_progress("[%u] %s %s threads %u batch %u", b->report.nruns, run->tool,
+				     run->cache, run->threads, run->batch_size);
+	else
+		ferry_bench_progress("[%u] %s %s %s threads %u", b->report.nruns, run->tool,
+				     run->backend, run->cache, run->threads);
 	if (cold && b->cold_method == FERRY_BENCH_COLD_DROP)
 		ferry_bench_drop_caches();
 	return 0;
