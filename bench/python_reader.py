@@ -27,9 +27,10 @@ stops after --seconds-limit, or, warm, once every file was delivered and
 after the device is synchronized. Warm ferry.Reader runs are timed from the
 first batch's arrival, which does not count (its latency from Reader() is
 first_batch_s), as `ferry bench`'s reader rows; cold ones read the files once,
-timed from Reader(). DataLoader runs are timed from a fresh iterator over
-workers already started (their start-up, a one-off cost, is left out: a first
-batch is taken, then iter() resets them).
+timed from Reader(). The DataLoader's workers are started first (an epoch
+of one batch: a one-off cost, left out, its time is first_batch_s); then a
+fresh epoch is timed as the Reader's: warm from its first batch, which does
+not count, cold one pass from iter().
 
 CPU seconds per GB: user + system of this process (ferry's IO threads and the
 DataLoader's pin-memory thread included) plus, for the DataLoader, of its live
@@ -57,7 +58,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from python_alternatives import drop_caches, list_files, payload_bytes, warm_files  # noqa: E402
+from python_alternatives import (drop_caches, gpu_name, list_files, payload_bytes,  # noqa: E402
+                                 warm_files)
 
 TOOLS = ("python_reader_stacked", "python_reader_per_sample", "torch_dataloader", "dali_reader")
 
@@ -343,6 +345,10 @@ def shm_free_bytes():
 
 
 def make_dataloader(torch, np, paths, batch, workers):
+    """The DataLoader a PyTorch user writes, and its sampler: the files in
+    order, whose indices the bench sets per epoch (a first epoch of one
+    batch starts the workers; the sampler runs in this process, so the next
+    iter() takes the whole order)."""
     class NpyFiles(torch.utils.data.Dataset):
         def __init__(self, files):
             self.files = files
@@ -353,22 +359,63 @@ def make_dataloader(torch, np, paths, batch, workers):
         def __getitem__(self, i):
             return np.load(self.files[i])
 
-    return torch.utils.data.DataLoader(NpyFiles(paths), batch_size=batch, num_workers=workers,
-                                       pin_memory=True, persistent_workers=True, shuffle=False)
+    class Order(torch.utils.data.Sampler):
+        def __init__(self, indices):
+            self.indices = indices
+
+        def __iter__(self):
+            return iter(self.indices)
+
+        def __len__(self):
+            return len(self.indices)
+
+    order = Order(list(range(min(batch, len(paths)))))
+    loader = torch.utils.data.DataLoader(NpyFiles(paths), batch_size=batch, sampler=order,
+                                         num_workers=workers, pin_memory=True,
+                                         persistent_workers=True)
+    return loader, order
 
 
-def dataloader_loop(loader, lim):
+class Clocks:
+    """Wall, this process's CPU and its live workers' CPU, from start()."""
+
+    def __init__(self, lim):
+        self.lim = lim
+        self.start()
+
+    def start(self):
+        self.lim.start()
+        self.cpu0, self.kids0 = cpu_seconds(), children_cpu_seconds()
+
+    def stop(self):
+        seconds = time.perf_counter() - self.lim.t0
+        kids1 = children_cpu_seconds()
+        kids = kids1 - self.kids0 if self.kids0 is not None and kids1 is not None else None
+        return seconds, cpu_seconds() - self.cpu0, kids
+
+
+def dataloader_loop(torch, loader, clocks, warm):
+    """Epochs of fresh iterators over started workers until the run is over.
+    Warm: the clocks restart at the first batch, which does not count (as
+    the reader rows'); cold: one pass from iter()."""
     files = nbytes = 0
+    lim, first = clocks.lim, warm
     while not lim.over(files):
-        for x in loader:  # each epoch: iter() resets the persistent workers
+        for x in loader:  # a new epoch: iter() resumes the persistent workers
             x = x.cuda(non_blocking=True)
+            if first:
+                torch.cuda.synchronize()
+                clocks.start()
+                first = False
+                continue
             files += int(x.shape[0])
             nbytes += x.nelement() * x.element_size()
             del x
             if lim.over(files):
                 break
-        if lim.min == 0 and files >= lim.nfiles:
+        if not warm and files >= lim.nfiles:
             break
+    torch.cuda.synchronize()
     return files, nbytes
 
 
@@ -390,26 +437,30 @@ def dataloader_check(args, paths, batch, workers):
     return torch, np
 
 
+def start_dataloader(torch, np, paths, batch, workers):
+    """A DataLoader whose workers have started and delivered a first epoch of
+    one batch, then given the whole order. Returns (loader, seconds to that
+    first batch)."""
+    t_start = time.perf_counter()
+    loader, order = make_dataloader(torch, np, paths, batch, workers)
+    for x in loader:
+        x.cuda(non_blocking=True)
+    torch.cuda.synchronize()
+    order.indices = list(range(len(paths)))
+    return loader, time.perf_counter() - t_start
+
+
 def measure_dataloader(args, paths, batch, workers, cache, cold_method):
     run = base_run("torch_dataloader", "np.load+DataLoader", args, batch, cache, cold_method)
     run.update(workers=workers, threads=workers)
     try:
         torch, np = dataloader_check(args, paths, batch, workers)
-        t_start = time.perf_counter()
-        loader = make_dataloader(torch, np, paths, batch, workers)
-        next(iter(loader))  # workers started (a one-off cost, left out)
-        run["first_batch_s"] = time.perf_counter() - t_start
+        loader, run["first_batch_s"] = start_dataloader(torch, np, paths, batch, workers)
         if cache == "cold":
             drop_caches()
-        lim = Limits(args, cache, len(paths))
-        cpu0, kids0 = cpu_seconds(), children_cpu_seconds()
-        lim.start()
-        files, nbytes = dataloader_loop(loader, lim)
-        torch.cuda.synchronize()
-        seconds = time.perf_counter() - lim.t0
-        kids1 = children_cpu_seconds()
-        cpu = cpu_seconds() - cpu0
-        workers_cpu = kids1 - kids0 if kids0 is not None and kids1 is not None else None
+        clocks = Clocks(Limits(args, cache, len(paths)))
+        files, nbytes = dataloader_loop(torch, loader, clocks, cache == "warm")
+        seconds, cpu, workers_cpu = clocks.stop()
         del loader
     except NotAvailable as e:
         run["note"] = "not available: %s" % e
@@ -417,9 +468,12 @@ def measure_dataloader(args, paths, batch, workers, cache, cold_method):
     except Exception as e:  # noqa: BLE001
         run["note"] = "failed: %s: %s" % (type(e).__name__, e)
         return run
-    run["note"] = "W=%d workers, pin_memory, persistent; timed from a fresh iterator over " \
-        "started workers (first batch %.3g s after DataLoader()); CPU: this process + %s" % (
-            workers, run["first_batch_s"], "its workers (/proc)" if workers_cpu is not None
+    run["note"] = "W=%d workers, pin_memory, persistent; started (%.3g s to a first batch), " \
+        "then %s; CPU: this process + %s" % (
+            workers, run["first_batch_s"],
+            "timed from the first batch of a fresh epoch" if cache == "warm"
+            else "one pass from a fresh iter()",
+            "its workers (/proc)" if workers_cpu is not None
             else "not its workers (/proc unreadable)")
     fill_rates(run, seconds, cpu + (workers_cpu or 0.0), nbytes, files)
     return run
@@ -595,7 +649,7 @@ def main(argv):
     doc = {
         "machine": socket.gethostname(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "device": None, "device_kind": kind,
+        "device": gpu_name() if kind == "cuda" else None, "device_kind": kind,
         "dataset": {"name": args.workload, "dir": args.dir, "files": len(paths),
                     "bytes": sum(os.path.getsize(p) for p in paths)},
         "ceilings": {"pinned_h2d_gbps": None, "storage_direct_gbps": None,

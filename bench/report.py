@@ -68,7 +68,7 @@ def fill_ratio(run, by_workload):
 
 def first_device(parts):
     devices = [d.get("device") for _, d in parts if d.get("device")]
-    gpu = [d.get("device") for _, d in parts if d.get("device_kind") == "cuda"]
+    gpu = [d.get("device") for _, d in parts if d.get("device_kind") == "cuda" and d.get("device")]
     return (gpu or devices or [None])[0]
 
 
@@ -168,9 +168,10 @@ def markdown(doc):
             "Ratios are to pinned_h2d for warm runs and to storage_direct for cold runs, "
             "each of the run's own workload; the reader's are to read_only (below). "
             "page_cache reads through ferry's posix IO layer in 1 MiB reads; read_only is "
-            "plain open, fstat, read, close of whole files.", "",
-            "## Best of each tool, backend, workload and cache", "", HEADER]
-    out += [row(r) for r in sorted(best_runs(main), key=sort_key)]
+            "plain open, fstat, read, close of whole files."]
+    if main:
+        out += ["", "## Best of each tool, backend, workload and cache", "", HEADER]
+        out += [row(r) for r in sorted(best_runs(main), key=sort_key)]
     out += report_reader.markdown(doc)
     for title, name, key in (("Throughput vs file size", "size_scaling", by_file_size),
                              ("Throughput vs threads", "thread_scaling", by_threads)):

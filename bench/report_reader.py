@@ -314,6 +314,10 @@ def chart(doc, outdir):
         ax.set_xscale("log", base=2)
         ax.set_ylim(bottom=0)
         ax.axhline(1, color="k", linestyle="--", linewidth=0.8)
+        c = ceils.get((w, "warm")) or {}
+        if c.get("pinned_h2d_gbps") and c.get("gbps"):
+            ax.axhline(c["pinned_h2d_gbps"] / c["gbps"], color="grey", linestyle=":",
+                       linewidth=0.8, label="pinned copy ceiling")
         ax.set_title("%s files (%s), warm" % (size_label((ceils.get((w, "warm")) or {})
                                                          .get("file_bytes")), w))
         ax.set_xlabel("batch size")
