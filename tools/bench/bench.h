@@ -58,6 +58,7 @@ struct ferry_bench_options {
 	unsigned nreader_threads; /* 0: the reader's default only (0 = the context's) */
 	unsigned ceiling_threads; /* read-only ceiling's threads (0: the cores, at most 64) */
 	int verify;             /* reader rows check every byte against a CPU read */
+	double reader_warmup;   /* warm reader rows: seconds after the first batch not counted */
 };
 
 enum {

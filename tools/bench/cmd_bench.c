@@ -21,7 +21,8 @@ static const char bench_help[] =
 	"                   [--budget-seconds S] [--series NAME] [--device auto|cuda|host]\n"
 	"                   [--cold-method auto|drop_caches|o_direct]\n"
 	"                   [--batch-sizes LIST] [--reader-threads LIST]\n"
-	"                   [--ceiling-threads N] [--verify] [--ceilings-only]\n"
+	"                   [--ceiling-threads N] [--warmup-seconds S] [--verify]\n"
+	"                   [--ceilings-only]\n"
 	"\n"
 	"Measures, on this machine, how fast .npy files reach device memory: four\n"
 	"ceilings, then ferry through each IO backend, the C reader at several batch\n"
@@ -75,8 +76,11 @@ static const char bench_help[] =
 	"                       ferry_batch_release) at each --batch-sizes value, on a\n"
 	"                       context of the user's defaults (FERRY_* variables\n"
 	"                       apply); ratio to read_only of the same files (cold: a\n"
-	"                       read_only run measured cold just before). Timed from\n"
-	"                       ferry_reader_open to the last batch released\n"
+	"                       read_only run measured cold just before). Warm: the\n"
+	"                       first batch and those of --warmup-seconds after it\n"
+	"                       are not counted, then timed to the last batch\n"
+	"                       released; cold: one pass from ferry_reader_open. A\n"
+	"                       run stops at --seconds-limit once 3 batches counted\n"
 	"  --backends LIST    ferry's IO: posix, posix_direct, uring, uring_direct, cufile\n"
 	"                     (all). Warm runs use the buffered ones; O_DIRECT ones (and\n"
 	"                     cufile, which opens files with O_DIRECT) run cold\n"
@@ -94,6 +98,7 @@ static const char bench_help[] =
 	"  --batch-sizes LIST reader: samples a batch, e.g. 1,4,32,256 (that)\n"
 	"  --reader-threads LIST  reader: IO threads, e.g. 8,16 (the context's default)\n"
 	"  --ceiling-threads N  read_only's threads (the cores, at most 64)\n"
+	"  --warmup-seconds S reader, warm: not counted after the first batch (0.25)\n"
 	"  --verify           reader: copy every batch back and compare every byte with\n"
 	"                     a pread of its file (C-order, host-order files, as ferry gen\n"
 	"                     writes); the time includes it, so leave it off for timing\n"
@@ -233,6 +238,9 @@ static int apply_reader_option(int c, const char *arg, char **argv,
 	case 'e':
 		return check(parse_count(arg, FERRY_BENCH_MAX_THREADS, &opt->ceiling_threads),
 			     "--ceiling-threads", arg, "1..64");
+	case 'W':
+		return check(parse_seconds(arg, &opt->reader_warmup), "--warmup-seconds", arg,
+			     "seconds");
 	default: return ferry_cli_bad_option("bench", c, argv);
 	}
 }
@@ -311,6 +319,7 @@ static int parse_bench_options(int argc, char **argv, struct ferry_bench_options
 		{ "reader-threads", required_argument, NULL, 'R' },
 		{ "ceiling-threads", required_argument, NULL, 'e' },
 		{ "verify", no_argument, NULL, 'V' },
+		{ "warmup-seconds", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -318,7 +327,7 @@ static int parse_bench_options(int argc, char **argv, struct ferry_bench_options
 
 	*opt = (struct ferry_bench_options){
 		.series = "matrix", .warm = 1, .cold_method = "auto", .tools = ~0u, .backends = ~0u,
-		.seconds_limit = 5, .min_seconds = 1,
+		.seconds_limit = 5, .min_seconds = 1, .reader_warmup = 0.25,
 	};
 	optind = 0; /* reset getopt for a subcommand */
 	while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1)

@@ -4,12 +4,16 @@
  * shuffle, prefetch_depth 0: the automatic window), then ferry_reader_next,
  * ferry_batch_wait, the batch taken as one stacked array (ferry_batch_shape,
  * ferry_batch_data; a ragged batch sample by sample) and ferry_batch_release,
- * until the run's limits. Warm runs are timed from the first batch's arrival
- * to the last batch released (the steady rate, as the read-only ceiling's;
- * the first batch is not counted, its latency from ferry_reader_open is
- * reported apart as first_batch_s); cold runs read the files once, timed from
- * ferry_reader_open, as the cold read-only run. The CPU time is the process's
- * over the same span (user + system, the reader's IO threads included).
+ * until the run's limits. Warm runs measure the steady rate, as the
+ * read-only ceiling's: the first batch (its latency from ferry_reader_open
+ * is reported apart as first_batch_s) and those arriving within
+ * --warmup-seconds after it (the window that was loading meanwhile lands in a
+ * burst) are taken but not counted; the timing starts there and ends at the
+ * last batch released. Cold runs read the files once, timed from
+ * ferry_reader_open, as the cold read-only run. A run stops at seconds_limit
+ * only once it has counted MIN_BATCHES batches (or at 4 x seconds_limit).
+ * The CPU time is the process's over the same span (user + system, the
+ * reader's IO threads included).
  *
  * --verify: every byte of every batch is copied back to the host
  * (ferry_copy_to_host, the stacked array in one copy) and compared with a
@@ -27,6 +31,8 @@
 #include "bench/bench.h"
 #include "base/base.h"
 #include "context/context.h"
+
+#define MIN_BATCHES 3 /* counted before seconds_limit may end a run */
 
 /* A file of the dataset, for finding a sample's file by its path. */
 struct by_path {
@@ -51,6 +57,7 @@ struct reader_run {
 	struct verify *verify;  /* NULL: not checking */
 	uint64_t samples, bytes, batches;
 	uint64_t t0;            /* when the timing began */
+	double warmup;          /* warm: seconds after the first batch not counted */
 	double first_batch_s;   /* ferry_reader_open to the first batch taken */
 	int error;
 	char message[256];
@@ -200,14 +207,17 @@ static int verify_ragged(struct verify *v, ferry_batch *b)
 /* ---- the run ---- */
 
 /* 1 when the run is over: every file delivered (and, warm, min_seconds
- * passed), or a batch delivered and seconds_limit passed. */
+ * passed), or MIN_BATCHES delivered and seconds_limit passed (4 x that: one
+ * batch is enough). */
 static int reader_over(const struct reader_run *rr)
 {
 	double elapsed = (double)(ferry__now_ns() - rr->t0) / 1e9;
 
 	if (rr->samples >= rr->ds->count && elapsed >= rr->lim->min_seconds)
 		return 1;
-	return rr->batches > 0 && elapsed >= rr->lim->seconds_limit;
+	if (rr->batches >= MIN_BATCHES && elapsed >= rr->lim->seconds_limit)
+		return 1;
+	return rr->batches > 0 && elapsed >= 4 * rr->lim->seconds_limit;
 }
 
 /* Counts a batch's real samples and their bytes (ragged: one by one). */
@@ -253,43 +263,50 @@ static void reader_fail(struct reader_run *rr, int rc)
 	snprintf(rr->message, sizeof(rr->message), "%s", *msg ? msg : ferry_strerror(rc));
 }
 
-static void reader_loop(struct reader_run *rr)
-{
-	while (!reader_over(rr)) {
-		ferry_batch *b;
-		int rc = ferry_reader_next(rr->reader, &b);
-		if (rc == -FERRY_EEND)
-			break;
-		if (rc == 0)
-			rc = take_batch(rr, b);
-		if (rc < 0) {
-			reader_fail(rr, rc);
-			break;
-		}
-		rr->batches++;
-	}
-}
-
-/* Takes the first batch; warm (steady), the timing starts after it, so
- * that it does not count. Returns 0 or a negative code. */
-static int reader_first(struct reader_run *rr, uint64_t open_ns, double *cpu0)
+/* Takes one batch into the counts. Returns 0, -FERRY_EEND or a negative
+ * code (after reader_fail). */
+static int reader_take(struct reader_run *rr)
 {
 	ferry_batch *b;
 	int rc = ferry_reader_next(rr->reader, &b);
 
 	if (rc == 0)
 		rc = take_batch(rr, b);
-	if (rc < 0) {
-		reader_fail(rr, rc == -FERRY_EEND ? -FERRY_ECONFIG : rc);
+	if (rc < 0 && rc != -FERRY_EEND)
+		reader_fail(rr, rc);
+	if (rc == 0)
+		rr->batches++;
+	return rc;
+}
+
+static void reader_loop(struct reader_run *rr)
+{
+	while (!reader_over(rr) && reader_take(rr) == 0)
+		;
+}
+
+/* Takes the first batch; warm (steady), also the batches of the next
+ * rr->warmup seconds, and the timing starts after them, so that they do not
+ * count. Returns 0 or a negative code. */
+static int reader_first(struct reader_run *rr, uint64_t open_ns, double *cpu0)
+{
+	int rc = reader_take(rr);
+	uint64_t first_ns = ferry__now_ns();
+
+	if (rc == -FERRY_EEND)
+		reader_fail(rr, -FERRY_ECONFIG); /* no batch at all */
+	if (rc < 0)
 		return rc;
-	}
-	rr->batches++;
-	rr->first_batch_s = (double)(ferry__now_ns() - open_ns) / 1e9;
-	if (rr->lim->min_seconds > 0) { /* warm */
-		rr->samples = rr->bytes = rr->batches = 0;
-		rr->t0 = ferry__now_ns();
-		*cpu0 = ferry_bench_cpu_seconds();
-	}
+	rr->first_batch_s = (double)(first_ns - open_ns) / 1e9;
+	if (rr->lim->min_seconds <= 0) /* cold: one pass from the open */
+		return 0;
+	while (rc == 0 && (double)(ferry__now_ns() - first_ns) / 1e9 < rr->warmup)
+		rc = reader_take(rr);
+	if (rc < 0 && rc != -FERRY_EEND)
+		return rc;
+	rr->samples = rr->bytes = rr->batches = 0;
+	rr->t0 = ferry__now_ns();
+	*cpu0 = ferry_bench_cpu_seconds();
 	return 0;
 }
 
@@ -324,7 +341,8 @@ static void describe_row(struct ferry_bench_run *run, const struct ferry_bench_d
 	int n = snprintf(run->note, sizeof(run->note),
 			 "prefetch auto; batches: %llu; %s; first batch %.3g s after open",
 			 (unsigned long long)rr->batches,
-			 rr->lim->min_seconds > 0 ? "timed from the first batch" : "one pass from open",
+			 rr->lim->min_seconds > 0 ? "timed after the first batch and a warm-up"
+						  : "one pass from open",
 			 rr->first_batch_s);
 
 	if (run->batch_size > ds->count && n > 0 && (size_t)n < sizeof(run->note))
@@ -345,7 +363,7 @@ void ferry_bench_run_reader(ferry_ctx *ctx, const struct ferry_bench_options *op
 					   .nfiles = ds->count, .batch_size = batch,
 					   .num_shards = 1, .threads = threads,
 					   .epochs = lim->min_seconds > 0 ? 0 : 1 };
-	struct reader_run rr = { .ds = ds, .lim = lim };
+	struct reader_run rr = { .ds = ds, .lim = lim, .warmup = opt->reader_warmup };
 	struct verify v;
 	struct ferry_bench_measure m;
 
