@@ -14,8 +14,8 @@
                             __getitem__ is np.load(path), DataLoader(batch_size=B,
                             num_workers=W, pin_memory=True, persistent_workers=True),
                             .cuda(non_blocking=True) per batch; one run per W of
-                            --workers (the report shows the best and its W;
-                            cold runs use the best warm W of the batch size)
+                            --workers at batch size --workers-at (warm), the
+                            best W for every other run (the report names it)
   dali_reader               nvidia.dali fn.readers.numpy(device="gpu"), when
                             importable
 
@@ -24,13 +24,14 @@ warm (the files read once before) and, where writing
 /proc/sys/vm/drop_caches is permitted, cold (dropped before each run). A run
 stops after --seconds-limit, or, warm, once every file was delivered and
 --min-seconds passed; cold runs read the dataset at most once. Timing ends
-after the device is synchronized. Warm ferry.Reader runs are timed from the
-first batch's arrival, which does not count (its latency from Reader() is
-first_batch_s), as `ferry bench`'s reader rows; cold ones read the files once,
-timed from Reader(). The DataLoader's workers are started first (an epoch
+after the device is synchronized. Warm ferry.Reader runs measure the steady
+rate, as `ferry bench`'s reader rows: the first batch (its latency from
+Reader() is first_batch_s) and what arrives within --warmup-seconds after it
+are not counted; cold ones read the files once, timed from Reader(). A run
+stops at --seconds-limit once 3 batches were counted. The DataLoader's workers are started first (an epoch
 of one batch: a one-off cost, left out, its time is first_batch_s); then a
-fresh epoch is timed as the Reader's: warm from its first batch, which does
-not count, cold one pass from iter().
+fresh epoch is timed as the Reader's: warm after its first batch and the
+warm-up, cold one pass from iter().
 
 CPU seconds per GB: user + system of this process (ferry's IO threads and the
 DataLoader's pin-memory thread included) plus, for the DataLoader, of its live
@@ -114,22 +115,32 @@ def fill_rates(run, seconds, cpu, nbytes, files):
         run["note"] = "failed: no sample delivered"
 
 
+MIN_BATCHES = 3  # counted before seconds_limit may end a run (as ferry bench's)
+
+
 class Limits:
-    """When a run is over: warm, every file delivered and min_seconds passed,
-    or seconds_limit passed after something was delivered."""
+    """When a run is over: warm, every file delivered and min_seconds passed;
+    or seconds_limit passed once MIN_BATCHES batches were counted (4 x
+    seconds_limit: one is enough). warmup: warm runs do not count what
+    arrives within that many seconds after their first batch."""
 
     def __init__(self, args, cache, nfiles):
         self.limit = args.seconds_limit
         self.min = 0.0 if cache == "cold" else args.min_seconds
+        self.warmup = 0.0 if cache == "cold" else args.warmup_seconds
         self.nfiles = nfiles
         self.t0 = time.perf_counter()
 
     def start(self):
         self.t0 = time.perf_counter()
 
-    def over(self, files):
+    def over(self, files, batches):
         elapsed = time.perf_counter() - self.t0
-        return (files >= self.nfiles and elapsed >= self.min) or (files > 0 and elapsed >= self.limit)
+        if files >= self.nfiles and elapsed >= self.min:
+            return True
+        if batches >= MIN_BATCHES and elapsed >= self.limit:
+            return True
+        return batches > 0 and elapsed >= 4 * self.limit
 
 
 # ---- the device side: torch, else cupy, else numpy (host device) ----
@@ -270,7 +281,7 @@ def ferry_reader_loop(dev, reader, take, lim, verify, counts):
     """Batches until the run is over; counts is (samples, bytes, batches) so far."""
     files, nbytes, batches = counts
     cache = {}
-    while not lim.over(files):
+    while not lim.over(files, batches):
         got = take_next(dev, reader, take, verify, cache)
         if got is None:
             break
@@ -279,10 +290,20 @@ def ferry_reader_loop(dev, reader, take, lim, verify, counts):
     return files, nbytes, batches
 
 
+def warm_up(dev, reader, take, verify, seconds):
+    """Takes (and does not count) the batches of the next seconds: the window
+    that loaded while the first batch was awaited lands in a burst."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        if take_next(dev, reader, take, verify, {}) is None:
+            return
+
+
 def timed_reader(args, paths, dev, batch, take, verify, cache):
-    """Warm: timed from the first batch's arrival, which does not count (as
-    the C reader rows); cold: one pass timed from the Reader's construction.
-    Returns (seconds, cpu, samples, bytes, batches, first_batch_s, note)."""
+    """Warm: timed after the first batch and --warmup-seconds more, which do
+    not count (as the C reader rows); cold: one pass timed from the Reader's
+    construction. Returns (seconds, cpu, samples, bytes, batches,
+    first_batch_s, note)."""
     import ferry
     lim = Limits(args, cache, len(paths))
     cpu0 = cpu_seconds()
@@ -295,6 +316,7 @@ def timed_reader(args, paths, dev, batch, take, verify, cache):
         first_batch_s = time.perf_counter() - lim.t0
         counts = (first[0], first[1], 1)
         if cache == "warm":
+            warm_up(dev, reader, take, verify, lim.warmup)
             lim.start()
             cpu0, counts = cpu_seconds(), (0, 0, 0)
         files, nbytes, batches = ferry_reader_loop(dev, reader, take, lim, verify, counts)
@@ -328,7 +350,8 @@ def measure_ferry_reader(args, paths, dev, batch, stacked, cache, cold_method):
     run.update(verified=verify, first_batch_s=first_batch_s)
     run["note"] = "%s; %s; batches: %d; %s; first batch %.3g s after Reader()%s" % (
         note, dev.name(), batches,
-        "timed from the first batch" if cache == "warm" else "one pass from Reader()",
+        "timed after the first batch and a warm-up" if cache == "warm"
+        else "one pass from Reader()",
         first_batch_s, "; every byte verified" if verify else "")
     fill_rates(run, seconds, cpu, nbytes, files)
     return run
@@ -396,22 +419,25 @@ class Clocks:
 
 def dataloader_loop(torch, loader, clocks, warm):
     """Epochs of fresh iterators over started workers until the run is over.
-    Warm: the clocks restart at the first batch, which does not count (as
-    the reader rows'); cold: one pass from iter()."""
-    files = nbytes = 0
-    lim, first = clocks.lim, warm
-    while not lim.over(files):
+    Warm: the clocks restart after the first batch and the warm-up, which do
+    not count (as the reader rows'); cold: one pass from iter()."""
+    files = nbytes = batches = 0
+    lim, first, warming = clocks.lim, warm, None
+    while not lim.over(files, batches):
         for x in loader:  # a new epoch: iter() resumes the persistent workers
             x = x.cuda(non_blocking=True)
-            if first:
+            if first or (warming and time.perf_counter() - warming < lim.warmup):
+                warming, first = warming or time.perf_counter(), False
+                continue
+            if warming:
                 torch.cuda.synchronize()
                 clocks.start()
-                first = False
+                warming = None
                 continue
-            files += int(x.shape[0])
+            files, batches = files + int(x.shape[0]), batches + 1
             nbytes += x.nelement() * x.element_size()
             del x
-            if lim.over(files):
+            if lim.over(files, batches):
                 break
         if not warm and files >= lim.nfiles:
             break
@@ -471,7 +497,7 @@ def measure_dataloader(args, paths, batch, workers, cache, cold_method):
     run["note"] = "W=%d workers, pin_memory, persistent; started (%.3g s to a first batch), " \
         "then %s; CPU: this process + %s" % (
             workers, run["first_batch_s"],
-            "timed from the first batch of a fresh epoch" if cache == "warm"
+            "timed after the first batch of a fresh epoch and a warm-up" if cache == "warm"
             else "one pass from a fresh iter()",
             "its workers (/proc)" if workers_cpu is not None
             else "not its workers (/proc unreadable)")
@@ -499,8 +525,10 @@ def measure_dali(args, paths, batch, cache, cold_method):
         files = nbytes = 0
         cpu0 = cpu_seconds()
         lim.start()
-        while not lim.over(files):
+        batches = 0
+        while not lim.over(files, batches):
             (out,) = pipe.run()
+            batches += 1
             for _ in range(len(out)):
                 nbytes += payload[files % len(paths)]
                 files += 1
@@ -530,14 +558,13 @@ def runs_of(tool, args, paths, dev, batch, cache, cold_method):
     if tool == "python_reader_per_sample":
         return [measure_ferry_reader(args, paths, dev, batch, False, cache, cold_method)]
     if tool == "torch_dataloader":
-        # Cold: the worker count that did best warm at this batch size, if any.
-        workers = args.worker_list
-        if cache == "cold" and batch in args.best_workers:
-            workers = [args.best_workers[batch]]
+        # Every W of --workers at the first batch size measured (the matrix
+        # takes --workers-at first), then the best of them.
+        workers = [args.best_workers] if args.best_workers else args.worker_list
         runs = [measure_dataloader(args, paths, batch, w, cache, cold_method) for w in workers]
         ok = [r for r in runs if r["available"]]
-        if cache == "warm" and ok:
-            args.best_workers[batch] = max(ok, key=lambda r: r["files_per_s"])["workers"]
+        if not args.best_workers and ok:
+            args.best_workers = max(ok, key=lambda r: r["files_per_s"])["workers"]
         return runs
     return [measure_dali(args, paths, batch, cache, cold_method)]
 
@@ -564,7 +591,9 @@ def matrix(args, paths, dev, can_drop, start):
         cold_method = "drop_caches" if cache == "cold" else None
         if cache == "warm":
             warm_files(paths)
-        for batch in args.batch_list:
+        # --workers-at first: the DataLoader's worker counts are tried there.
+        order = sorted(args.batch_list, key=lambda b: b != args.workers_at)
+        for batch in order:
             for tool in args.tool_list:
                 done = len(runs)
                 if tool in missing:
@@ -606,6 +635,12 @@ def parse_args(argv):
     ap.add_argument("--batch-sizes", default="1,4,32,256", help="(1,4,32,256)")
     ap.add_argument("--tools", default=",".join(TOOLS), help=",".join(TOOLS))
     ap.add_argument("--workers", help="DataLoader num_workers to try (8 and the cores)")
+    ap.add_argument("--workers-at", type=int, default=32,
+                    help="the batch size at which every --workers value is tried, warm; other "
+                         "runs use the best (32; absent from --batch-sizes: the first)")
+    ap.add_argument("--warmup-seconds", type=float, default=0.25,
+                    help="warm runs do not count what arrives within S after their first "
+                         "batch (0.25)")
     ap.add_argument("--seconds-limit", type=float, default=2.0, help="a run stops after S (2)")
     ap.add_argument("--min-seconds", type=float, default=0.5,
                     help="warm runs repeat the dataset for at least S (0.5)")
@@ -622,7 +657,7 @@ def parse_args(argv):
     cores = os.cpu_count() or 1
     args.worker_list = int_list(args.workers or ",".join(str(w) for w in sorted({8, max(8, cores)})),
                                 "--workers", 1)
-    args.best_workers = {}  # batch size: the DataLoader's best warm num_workers
+    args.best_workers = None  # the DataLoader's best num_workers, once tried
     args.tool_list = [t for t in args.tools.split(",") if t]
     for t in args.tool_list:
         if t not in TOOLS:

@@ -34,14 +34,16 @@
 #   BENCH_BUDGET   seconds for the whole run (500; the GPU machine allows 540 a command)
 #   SCALE          multiplies every file count, e.g. 0.25 (1)
 #   RUN_LIMIT      seconds a run may take (warm 2, cold 1.5; --quick 0.3)
-#   READER_LIMIT   seconds a reader row may take, warm or cold (1; --quick 0.3);
-#                  warm rows also last READER_MIN (0.5; --quick 0.05) and stop
-#                  once every file was delivered after that
+#   READER_LIMIT   seconds a reader row may take, warm or cold (1; --quick 0.3),
+#                  once it counted 3 batches; warm rows also last READER_MIN
+#                  (0.5; --quick 0.05) and stop once every file was delivered
+#                  after that; they count nothing of their first batch and of
+#                  READER_WARMUP seconds after it (0.25; --quick 0.05)
 #   READER_BATCHES batch sizes of the reader rows (1,4,32,256)
 #   READER_COLD    the reader's file sets also read cold (small medium: 128 KiB
 #                  and 4 MiB; --quick medium large); empty: none
-#   READER_WORKERS DataLoader num_workers to try (8 and the cores, at least 8);
-#                  cold rows use the best warm one of the same batch size
+#   READER_WORKERS DataLoader num_workers to try at batch size 32, warm (8 and
+#                  the cores, at least 8); its other rows use the best
 #   BENCH_VERIFY=1 the reader rows check every byte (--verify; 1 with --quick, 0
 #                  otherwise: it costs time)
 #   WARM_THREADS, COLD_THREADS, SIZE_TOTAL  override the sweeps and the size-scaling
@@ -63,14 +65,18 @@
 # sets of 2 to 4 GiB, 12 GiB in all, which its page cache holds at once (the
 # 16 KiB set is 131072 files, 2 GiB, 8 x the 16384: one warm pass is
 # ~0.15 s at the ~0.9M files/s it measured, so rows are not all first-batch
-# latency); a row stops at READER_LIMIT (1 s), or, warm, once every file was
+# latency); a warm row takes its first batch and READER_WARMUP (0.25 s) of
+# batches uncounted, then stops at READER_LIMIT (1 s) or once every file was
 # delivered and READER_MIN (0.5 s) passed; cold rows read once, at most
-# READER_LIMIT. Estimated: 24 C rows ~25 s plus their ceilings and page-cache
-# warming ~35 s; Python ~170 s (per file set ~5 s of imports and CUDA start-up,
-# then per batch size ferry.Reader stacked and per sample, ~1.2 s each, and
-# the DataLoader at 2 worker counts, ~2.5 s each with its worker start-up;
-# cold rows try only the best warm worker count); ~10 s of drop_caches. SCALE
-# (fewer files), READER_LIMIT, READER_BATCHES and READER_WORKERS shrink it.
+# READER_LIMIT; any row counts 3 batches before the limit may end it. Measured
+# there on 2026-12-03 (275 s with the datasets written, before the warm-up and
+# the one-batch-size DataLoader sweep, which about cancel): C rows with their
+# ceilings and page-cache warming ~50 s; Python ~210 s (per file set ~5 s of
+# imports and CUDA start-up, then per batch size ferry.Reader stacked and per
+# sample, ~1.5 s each, and the DataLoader, ~2.5 s a run with its worker
+# start-up, at 2 worker counts for batch 32 and the best for the others);
+# drop_caches ~10 s. SCALE (fewer files), READER_LIMIT, READER_BATCHES and
+# READER_WORKERS shrink it.
 # --quick: tiny datasets (a few MiB), short runs, the reader rows verified;
 # about a minute on a 2-core VM (20 s with --reader), with or without a GPU
 # (no GPU: the host device; GPU-only tools are reported as not available).
@@ -137,6 +143,7 @@ if [ "$QUICK" = 1 ]; then
 	READER_WORKLOADS="small:128:16k medium:32:128k large:4:1M"
 	READER_COLD=${READER_COLD-medium large}
 	READER_LIMIT=${READER_LIMIT:-0.3} READER_MIN=${READER_MIN:-0.05}
+	READER_WARMUP=${READER_WARMUP:-0.05}
 	BENCH_VERIFY=${BENCH_VERIFY:-1}
 else
 	WORKLOADS="large:64:64M medium:1024:4M small:16384:128k"
@@ -149,6 +156,7 @@ else
 	READER_WORKLOADS="tiny:131072:16k small:16384:128k medium:1024:4M large:64:64M"
 	READER_COLD=${READER_COLD-small medium}
 	READER_LIMIT=${READER_LIMIT:-1} READER_MIN=${READER_MIN:-0.5}
+	READER_WARMUP=${READER_WARMUP:-0.25}
 	BENCH_VERIFY=${BENCH_VERIFY:-0}
 fi
 READER_BATCHES=${READER_BATCHES:-1,4,32,256}
@@ -311,7 +319,8 @@ python_reader() { # python_reader OUTFILE NAME CACHES: bench/python_reader.py wi
 	limited "$PYTHON" bench/python_reader.py --dir "$DATA/$2" --workload "$2" --cache "$3" \
 		--batch-sizes "$READER_BATCHES" ${READER_WORKERS:+--workers "$READER_WORKERS"} \
 		--seconds-limit "$READER_LIMIT" --min-seconds "$READER_MIN" \
-		--budget-seconds "$(remaining)" $VERIFY >"$1.tmp" && mv "$1.tmp" "$1"
+		--warmup-seconds "$READER_WARMUP" --budget-seconds "$(remaining)" $VERIFY \
+		>"$1.tmp" && mv "$1.tmp" "$1"
 }
 
 [ "$READER" = 1 ] || READER_WORKLOADS=""
@@ -325,7 +334,8 @@ for w in $READER_WORKLOADS; do
 	step "reader $name ($size, $caches)" 8 bench_part "$PARTS/reader-$name.json" \
 		--dir "$DATA/$name" --workload "$name" --files "$files" --size "$size" \
 		--cache $caches --tools reader --series reader --batch-sizes "$READER_BATCHES" \
-		--seconds-limit "$READER_LIMIT" --min-seconds "$READER_MIN" $VERIFY
+		--seconds-limit "$READER_LIMIT" --min-seconds "$READER_MIN" \
+		--warmup-seconds "$READER_WARMUP" $VERIFY
 	if ! have_python; then
 		note "Python reader rows skipped: $PYTHON not found"
 		continue
