@@ -22,6 +22,13 @@ ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
 CPPFLAGS += -DFERRY_HAVE_CUDA_H -isystem $(CUDA_HOME)/include
 endif
 
+# The CUDA device's conversion kernels: src/device/convert.cu compiled to PTX,
+# as a C string in src/device/convert_ptx.h. That file is committed, so the
+# build needs no nvcc; where nvcc is found, a changed convert.cu (or its
+# parameters, or the script) regenerates it, and ptxas checks the result.
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
+
 # liburing, linked statically so the binaries run where it is not installed.
 URING_A := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/liburing.a /usr/lib/liburing.a /usr/local/lib/liburing.a))
 ifneq ($(URING_A),)
@@ -73,6 +80,12 @@ BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 all: $(BUILD)/libferry.so $(BUILD)/libferry.a $(BUILD)/ferry $(TEST_BINS) $(BENCH_BINS) $(BUILD)/shim/slowread.so \
 	$(BUILD)/tests/layout/struct_layout
 	@[ "$(BUILD)" = build ] || ln -sfn ../$(BUILD)/ferry build/ferry-$(SANITIZE) 2>/dev/null || true
+
+ifneq ($(HAVE_NVCC),)
+src/device/convert_ptx.h: src/device/convert.cu src/device/convert_params.h src/device/ptx_to_c.sh
+	$(call say,NVCC,$@)
+	$(Q)sh src/device/ptx_to_c.sh $(NVCC) $< $@
+endif
 
 $(BUILD)/obj/%.o: src/%.c $(LIB_HDRS)
 	@mkdir -p $(@D)

@@ -3,7 +3,9 @@
  * dlopen("libcuda.so.1") so that one build runs with or without a GPU.
  *
  * Streams and events are the driver's own handles cast to the opaque types;
- * only the device and test gates have structs of their own.
+ * only the device and test gates have structs of their own. Conversions of
+ * payloads run as kernels of convert.cu, whose PTX (convert_ptx.h) the
+ * driver JIT-compiles at the first conversion.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -40,6 +42,9 @@ const struct ferry__device_ops ferry__device_cuda = {
 
 #include <cuda.h>
 
+#include "device/convert_params.h"
+#include "device/convert_ptx.h"
+
 /*
  * Every driver symbol ferry uses. Each name goes through cuda.h's own macros, so
  * the member type is the header's prototype and dlsym asks for the versioned
@@ -61,7 +66,14 @@ const struct ferry__device_ops ferry__device_cuda = {
 	REQ(cuEventSynchronize)                                                       \
 	REQ(cuModuleLoadData) REQ(cuModuleUnload) REQ(cuModuleGetFunction)            \
 	REQ(cuLaunchKernel)                                                           \
-	OPT(cuStreamWaitValue32)
+	OPT(cuStreamWaitValue32) OPT(cuModuleLoadDataEx) CU_POOL_SYMBOLS(OPT)
+
+/* Stream-ordered allocation (CUDA 11.2): scratch memory for conversions. */
+#if CUDA_VERSION >= 11020
+#define CU_POOL_SYMBOLS(OPT) OPT(cuMemAllocAsync) OPT(cuMemFreeAsync)
+#else
+#define CU_POOL_SYMBOLS(OPT)
+#endif
 
 #define CU_STR_(x) #x
 #define CU_STR(x) CU_STR_(x)
@@ -130,9 +142,15 @@ struct cuda_device {
 	CUdevice dev;
 	CUcontext ctx;
 	enum gate_mode gate_mode;
-	pthread_mutex_t module_lock; /* guards the lazy load of the gate kernel */
+	pthread_mutex_t module_lock; /* guards the lazy loads of the kernels */
 	CUmodule module;
 	CUfunction spin;
+	int pools;                 /* scratch memory is stream-ordered (cuMemAllocAsync) */
+	int convert_state;         /* 0: not loaded yet, 1: ready, < 0: why not (convert_why) */
+	char convert_why[1024];
+	CUmodule convert_module;
+	CUfunction swap[5];        /* ferry_swap_P, by log2(P) (1..4) */
+	CUfunction transpose[5];   /* ferry_transpose_S, by log2(S) (0..4) */
 };
 
 struct cuda_gate {
@@ -204,6 +222,19 @@ static int find_device(int ordinal, CUdevice *out)
 			   (int)r, text);
 }
 
+/* Whether scratch memory can be allocated and freed in stream order. */
+static int pools_supported(CUdevice dev)
+{
+	int yes = 0;
+#if CUDA_VERSION >= 11020
+	if (!cu.p_cuMemAllocAsync || !cu.p_cuMemFreeAsync ||
+	    cu.p_cuDeviceGetAttribute(&yes, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, dev) !=
+		    CUDA_SUCCESS)
+		yes = 0;
+#endif
+	return yes;
+}
+
 static int cuda_open(const struct ferry__device_params *p, struct ferry__device **out)
 {
 	struct cuda_device *d;
@@ -230,6 +261,7 @@ static int cuda_open(const struct ferry__device_params *p, struct ferry__device 
 		return rc;
 	}
 	pthread_mutex_init(&d->module_lock, NULL);
+	d->pools = pools_supported(dev);
 	*out = &d->base;
 	return 0;
 }
@@ -242,6 +274,8 @@ static void cuda_close(struct ferry__device *dev)
 		return;
 	if (d->module && bind_ctx(dev) == 0)
 		CU(cuModuleUnload, d->module);
+	if (d->convert_module && bind_ctx(dev) == 0)
+		CU(cuModuleUnload, d->convert_module);
 	CU(cuDevicePrimaryCtxRelease, d->dev);
 	pthread_mutex_destroy(&d->module_lock);
 	free(d);
@@ -605,9 +639,218 @@ static void cuda_gate_destroy(struct ferry__device *dev, struct ferry__gate *gat
 	free(g);
 }
 
+/* ---- conversions ----------------------------------------------------------- */
+
+_Static_assert(FERRY__TP_MAX_MID == FERRY_MAX_DIMS - 2, "convert_params.h's middle axes");
+
+#define CONVERT_MAX_BLOCKS 65536u /* blocks of one launch; they loop over the rest */
+#define SWAP_THREADS 256u
+
+/* log2 of 1, 2, 4, 8 or 16; -1 for any other size. */
+static int log2_size(size_t n)
+{
+	switch (n) {
+	case 1: return 0;
+	case 2: return 1;
+	case 4: return 2;
+	case 8: return 3;
+	case 16: return 4;
+	default: return -1;
+	}
+}
+
+/* Loads the PTX, asking the JIT for its error log so that a failure says why. */
+static int load_convert_module(struct cuda_device *d)
+{
+	char log[768] = "", msg[512];
+	CUjit_option opts[] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+	void *vals[] = { log, (void *)(uintptr_t)sizeof(log) };
+	CUresult r = cu.p_cuModuleLoadDataEx
+			     ? cu.p_cuModuleLoadDataEx(&d->convert_module, ferry__convert_ptx, 2,
+						       opts, vals)
+			     : cu.p_cuModuleLoadData(&d->convert_module, ferry__convert_ptx);
+	int rc = cu_check(r, "cuModuleLoadData (the conversion kernels)");
+	if (rc && log[0]) {
+		snprintf(msg, sizeof(msg), "%s", ferry_last_error());
+		ferry__fail(rc, "%s; the JIT says: %s", msg, log);
+	}
+	return rc;
+}
+
+static int get_convert_functions(struct cuda_device *d)
+{
+	char name[32];
+	int rc = 0;
+	for (int k = 0; rc == 0 && k < 5; k++) {
+		snprintf(name, sizeof(name), "ferry_transpose_%d", 1 << k);
+		rc = CU(cuModuleGetFunction, &d->transpose[k], d->convert_module, name);
+		if (rc == 0 && k > 0) {
+			snprintf(name, sizeof(name), "ferry_swap_%d", 1 << k);
+			rc = CU(cuModuleGetFunction, &d->swap[k], d->convert_module, name);
+		}
+	}
+	return rc;
+}
+
+/* Loads the kernels, or remembers why they did not load. module_lock held. */
+static void load_convert_locked(struct ferry__device *dev)
+{
+	struct cuda_device *d = to_cuda(dev);
+	int rc = bind_ctx(dev);
+	if (rc == 0)
+		rc = load_convert_module(d);
+	if (rc == 0)
+		rc = get_convert_functions(d);
+	if (rc == 0) {
+		d->convert_state = 1;
+		return;
+	}
+	snprintf(d->convert_why, sizeof(d->convert_why), "%s", ferry_last_error());
+	if (d->convert_module)
+		cu.p_cuModuleUnload(d->convert_module);
+	d->convert_module = NULL;
+	d->convert_state = rc;
+}
+
+static int cuda_convert_ready(struct ferry__device *dev, char *how, size_t how_len)
+{
+	struct cuda_device *d = to_cuda(dev);
+	pthread_mutex_lock(&d->module_lock);
+	if (d->convert_state == 0)
+		load_convert_locked(dev);
+	int rc = d->convert_state < 0 ? d->convert_state : 0;
+	pthread_mutex_unlock(&d->module_lock);
+	if (rc < 0)
+		return ferry__fail(rc, "%s", d->convert_why);
+	if (how)
+		snprintf(how, how_len, "CUDA kernels (byte swap, tiled transpose: PTX the driver "
+			 "compiled at the first conversion)%s",
+			 d->pools ? "" : "; scratch memory is freed after a stream sync");
+	return 0;
+}
+
+static unsigned blocks_for(uint64_t units)
+{
+	return units < CONVERT_MAX_BLOCKS ? (unsigned)units : CONVERT_MAX_BLOCKS;
+}
+
+/* The transpose of an array whose n >= 2 axes (all longer than 1) are dims. */
+static int launch_transpose(struct cuda_device *d, CUstream s, void *dst, const void *src,
+			    const uint64_t *dims, int n, size_t itemsize, unsigned part)
+{
+	struct ferry__tp_params p = { .d0 = dims[0], .dl = dims[n - 1], .nmid = (unsigned)n - 2,
+				      .mid_count = 1, .part = part };
+	CUdeviceptr dp = to_dptr(dst), sp = to_dptr(src);
+	void *args[] = { &dp, &sp, &p };
+	for (int k = 0; k < n - 2; k++) {
+		p.mid[k] = dims[k + 1];
+		p.fstride[k] = p.mid_count;
+		p.mid_count *= dims[k + 1];
+	}
+	p.tiles0 = (p.d0 + FERRY__TP_TILE - 1) / FERRY__TP_TILE;
+	p.tilesl = (p.dl + FERRY__TP_TILE - 1) / FERRY__TP_TILE;
+	p.tiles = p.tiles0 * p.tilesl * p.mid_count;
+	return CU(cuLaunchKernel, d->transpose[log2_size(itemsize)], blocks_for(p.tiles), 1, 1,
+		  FERRY__TP_TILE, FERRY__TP_ROWS, 1, 0, s, args, NULL);
+}
+
+/* Reverses each part-byte part of count items of itemsize bytes. */
+static int launch_swap(struct cuda_device *d, CUstream s, void *dst, const void *src,
+		       uint64_t count, size_t itemsize, unsigned part)
+{
+	unsigned long long n = count * (itemsize / part);
+	CUdeviceptr dp = to_dptr(dst), sp = to_dptr(src);
+	void *args[] = { &dp, &sp, &n };
+	return CU(cuLaunchKernel, d->swap[log2_size(part)],
+		  blocks_for((n + SWAP_THREADS - 1) / SWAP_THREADS), 1, 1, SWAP_THREADS, 1, 1, 0, s,
+		  args, NULL);
+}
+
+static int check_convert(const struct ferry__convert *c, const void *dst, const void *src)
+{
+	size_t align = ferry__convert_align(c->itemsize);
+	if (log2_size(c->itemsize) < 0 || c->ndim < 0 || c->ndim > FERRY_MAX_DIMS)
+		return ferry__fail(-EINVAL, "cuda: cannot convert %zu-byte items of rank %d",
+				   c->itemsize, c->ndim);
+	if ((uintptr_t)dst % align || (uintptr_t)src % align)
+		return ferry__fail(-EINVAL, "cuda: a conversion's buffers must be aligned to %zu "
+				   "bytes", align);
+	return 0;
+}
+
+/* The axes of c longer than 1 into dims (their number), and the item count. */
+static int squeeze_axes(const struct ferry__convert *c, uint64_t *dims, uint64_t *count)
+{
+	int n = 0;
+	*count = 1;
+	for (int i = 0; i < c->ndim; i++) {
+		*count *= (uint64_t)c->shape[i];
+		if (c->shape[i] > 1)
+			dims[n++] = (uint64_t)c->shape[i];
+	}
+	return n;
+}
+
+static int cuda_convert_async(struct ferry__device *dev, struct ferry__stream *s, void *dst,
+			      const void *src, const struct ferry__convert *c)
+{
+	uint64_t dims[FERRY_MAX_DIMS], count;
+	unsigned part = c->swap ? (unsigned)(c->is_complex ? c->itemsize / 2 : c->itemsize) : 0;
+	int rc = check_convert(c, dst, src);
+	if (rc == 0)
+		rc = cuda_convert_ready(dev, NULL, 0);
+	if (rc == 0)
+		rc = bind_ctx(dev);
+	if (rc < 0)
+		return rc;
+	int n = squeeze_axes(c, dims, &count);
+	if (count == 0)
+		return 0;
+	part = part > 1 ? part : 0; /* one-byte parts read the same either way */
+	if (c->fortran && n >= 2)
+		return dst == src ? ferry__fail(-EINVAL, "cuda: a transpose cannot run in place")
+				  : launch_transpose(to_cuda(dev), to_stream(s), dst, src, dims, n,
+						     c->itemsize, part);
+	if (part)
+		return launch_swap(to_cuda(dev), to_stream(s), dst, src, count, c->itemsize, part);
+	return dst == src ? 0 : CU(cuMemcpyDtoDAsync, to_dptr(dst), to_dptr(src),
+				   count * c->itemsize, to_stream(s));
+}
+
+/* Stream-ordered where the device has memory pools, else plain cuMemAlloc. */
+static int cuda_scratch_alloc(struct ferry__device *dev, struct ferry__stream *s, size_t len,
+			      void **out)
+{
+	CUdeviceptr p = 0;
+	int rc = bind_ctx(dev);
+	*out = NULL;
+#if CUDA_VERSION >= 11020
+	if (rc == 0 && to_cuda(dev)->pools)
+		rc = CU(cuMemAllocAsync, &p, len ? len : 1, to_stream(s));
+	else
+#endif
+	if (rc == 0)
+		rc = CU(cuMemAlloc, &p, len ? len : 1);
+	if (rc == 0)
+		*out = (void *)(uintptr_t)p;
+	return rc;
+}
+
+static void cuda_scratch_free(struct ferry__device *dev, struct ferry__stream *s, void *ptr)
+{
+	if (!ptr || bind_ctx(dev) != 0)
+		return;
+#if CUDA_VERSION >= 11020
+	if (to_cuda(dev)->pools && CU(cuMemFreeAsync, to_dptr(ptr), to_stream(s)) == 0)
+		return;
+#endif
+	CU(cuStreamSynchronize, to_stream(s)); /* then nothing queued can still use it */
+	CU(cuMemFree, to_dptr(ptr));
+}
+
 const struct ferry__device_ops ferry__device_cuda = {
 	.name = "cuda",
-	.flags = FERRY__DEV_GPU_MEMORY,
+	.flags = FERRY__DEV_GPU_MEMORY | FERRY__DEV_CONVERT,
 	.open = cuda_open,
 	.close = cuda_close,
 	.describe = cuda_describe,
@@ -633,6 +876,10 @@ const struct ferry__device_ops ferry__device_cuda = {
 	.gate_open = cuda_gate_open,
 	.gate_destroy = cuda_gate_destroy,
 	.make_current = bind_ctx,
+	.convert_ready = cuda_convert_ready,
+	.convert_async = cuda_convert_async,
+	.scratch_alloc = cuda_scratch_alloc,
+	.scratch_free = cuda_scratch_free,
 };
 
 #endif /* FERRY_HAVE_CUDA_H */

@@ -46,7 +46,30 @@ struct ferry__device_params {
 enum {
 	/* Device memory is GPU memory, which GPUDirect Storage (cuFile) can read into. */
 	FERRY__DEV_GPU_MEMORY = 1,
+	/* The device converts payloads itself: convert_ready, convert_async,
+	 * scratch_alloc and scratch_free are set. */
+	FERRY__DEV_CONVERT = 2,
 };
+
+/*
+ * A conversion of an array as a .npy file holds it into C order and the host's
+ * byte order: plain values, so that the device layer needs nothing of npy/.
+ */
+struct ferry__convert {
+	size_t itemsize;  /* bytes an item: 1, 2, 4, 8 or 16 */
+	int is_complex;   /* a swap reverses each half of an item on its own */
+	int swap;         /* reverse the bytes of each item (or half) */
+	int fortran;      /* the source is in Fortran order: write C order */
+	int ndim;         /* 0..FERRY_MAX_DIMS */
+	int64_t shape[FERRY_MAX_DIMS];
+};
+
+/* What convert_async needs of dst and src: each aligned to this many bytes
+ * (an item, or 8 bytes for 16-byte items: a complex128's alignment). */
+static inline size_t ferry__convert_align(size_t itemsize)
+{
+	return itemsize < 8 ? itemsize : 8;
+}
 
 struct ferry__device_ops {
 	const char *name; /* "cuda" or "host" */
@@ -112,6 +135,32 @@ struct ferry__device_ops {
 	/* Optional (may be NULL): makes the device's context current on the
 	 * calling thread, for libraries such as cuFile that use it implicitly. */
 	int (*make_current)(struct ferry__device *dev);
+
+	/*
+	 * Conversions on the device (FERRY__DEV_CONVERT; NULL otherwise).
+	 *
+	 * convert_ready prepares them at its first call (CUDA loads its kernels)
+	 * and says whether convert_async can run: 0, or a negative code with a
+	 * message saying why not (then every later call says the same, and the
+	 * caller converts on the host). One line into how (may be NULL) says
+	 * what does the work.
+	 */
+	int (*convert_ready)(struct ferry__device *dev, char *how, size_t how_len);
+	/* Queues on s the conversion c of the array at src (device memory, as
+	 * the file holds it) into dst: it runs after everything queued on s
+	 * before it. dst == src converts in place, when c->fortran is 0 or the
+	 * array has at most one axis longer than 1; otherwise they must not
+	 * overlap. Both are aligned to ferry__convert_align(c->itemsize). */
+	int (*convert_async)(struct ferry__device *dev, struct ferry__stream *s, void *dst,
+			     const void *src, const struct ferry__convert *c);
+	/* Device memory in the order of s, so that an asynchronous conversion
+	 * needs no host wait: usable by work queued on s after scratch_alloc,
+	 * and freed once s reaches the point where scratch_free was called
+	 * (where the free cannot be queued, scratch_free waits for s and frees
+	 * it at once). */
+	int (*scratch_alloc)(struct ferry__device *dev, struct ferry__stream *s, size_t len,
+			     void **out);
+	void (*scratch_free)(struct ferry__device *dev, struct ferry__stream *s, void *ptr);
 };
 
 extern const struct ferry__device_ops ferry__device_host;

@@ -5,7 +5,9 @@
  * Each stream is a worker thread that runs its queue in order. An event
  * completes when the worker passes the point where it was recorded; a gate
  * stalls the worker until a test opens it. One mutex guards all queues, events
- * and gates of a device; workers never hold it while copying.
+ * and gates of a device; workers never hold it while copying. Conversions run
+ * on the worker too, with the host conversions of base/convert.c, in order
+ * with the stream's copies, as a GPU's kernels run in order with its copies.
  */
 #include "device/device.h"
 
@@ -17,7 +19,9 @@
 
 #include "base/base.h"
 
-enum op_kind { OP_COPY, OP_MEMSET, OP_EVENT, OP_WAIT_EVENT, OP_GATE, OP_EXIT };
+enum op_kind {
+	OP_COPY, OP_MEMSET, OP_CONVERT, OP_FREE, OP_EVENT, OP_WAIT_EVENT, OP_GATE, OP_EXIT
+};
 
 struct op {
 	enum op_kind kind;
@@ -29,6 +33,7 @@ struct op {
 	struct ferry__event *event;
 	uint64_t generation; /* OP_EVENT: the record; OP_WAIT_EVENT: the one to wait for */
 	struct ferry__gate *gate;
+	struct ferry__convert *conv; /* OP_CONVERT: its own copy, freed with the op */
 };
 
 struct host_device {
@@ -104,6 +109,32 @@ static void host_pinned_free(struct ferry__device *dev, void *ptr, size_t len)
 	free(ptr);
 }
 
+/* The conversion c of src into dst, on the CPU. */
+static void convert_on_cpu(void *dst, const void *src, const struct ferry__convert *c)
+{
+	uint64_t count = 1;
+	for (int i = 0; i < c->ndim; i++)
+		count *= (uint64_t)c->shape[i];
+	if (c->fortran && dst != src)
+		ferry__fortran_to_c(dst, src, c->ndim, c->shape, c->itemsize);
+	else if (dst != src)
+		memmove(dst, src, count * c->itemsize);
+	if (c->swap)
+		ferry__byteswap(dst, count, c->itemsize, c->is_complex);
+}
+
+/* An op that moves or changes data: run without the lock. */
+static void run_data_op(struct op *op)
+{
+	switch (op->kind) {
+	case OP_COPY: memmove(op->dst, op->src, op->len); break;
+	case OP_MEMSET: memset(op->dst, op->byte, op->len); break;
+	case OP_CONVERT: convert_on_cpu(op->dst, op->src, op->conv); break;
+	case OP_FREE: free(op->dst); break;
+	default: break;
+	}
+}
+
 /* Runs one op outside the lock; the lock is held on entry and on return. */
 static void run_op(struct ferry__stream *s, struct op *op)
 {
@@ -111,11 +142,10 @@ static void run_op(struct ferry__stream *s, struct op *op)
 	switch (op->kind) {
 	case OP_COPY:
 	case OP_MEMSET:
+	case OP_CONVERT:
+	case OP_FREE:
 		pthread_mutex_unlock(&d->lock);
-		if (op->kind == OP_COPY)
-			memmove(op->dst, op->src, op->len);
-		else
-			memset(op->dst, op->byte, op->len);
+		run_data_op(op);
 		pthread_mutex_lock(&d->lock);
 		break;
 	case OP_EVENT:
@@ -161,6 +191,7 @@ static void *stream_worker(void *arg)
 		s->done++;
 		pthread_cond_broadcast(&d->progress);
 		enum op_kind kind = op->kind;
+		free(op->conv);
 		free(op);
 		if (kind == OP_EXIT)
 			break;
@@ -359,8 +390,60 @@ static void host_gate_destroy(struct ferry__device *dev, struct ferry__gate *g)
 	free(g);
 }
 
+/* ---- conversions ---- */
+
+static int host_convert_ready(struct ferry__device *dev, char *how, size_t how_len)
+{
+	if (how)
+		snprintf(how, how_len, "the host device's stream workers (the CPU)");
+	return 0;
+}
+
+/* Whether c describes an array of at most one axis longer than 1. */
+static int one_long_axis(const struct ferry__convert *c)
+{
+	int long_axes = 0;
+	for (int i = 0; i < c->ndim; i++)
+		long_axes += c->shape[i] > 1;
+	return long_axes <= 1;
+}
+
+static int host_convert_async(struct ferry__device *dev, struct ferry__stream *s, void *dst,
+			      const void *src, const struct ferry__convert *c)
+{
+	if (c->itemsize == 0 || c->ndim < 0 || c->ndim > FERRY_MAX_DIMS ||
+	    (c->fortran && dst == src && !one_long_axis(c)))
+		return ferry__fail(-EINVAL, "host device: a conversion of %zu-byte items, rank %d%s",
+				   c->itemsize, c->ndim, dst == src ? ", in place" : "");
+	struct ferry__convert *copy = malloc(sizeof(*copy));
+	if (!copy)
+		return ferry__fail(-ENOMEM, "host device: cannot queue a conversion");
+	*copy = *c;
+	int rc = enqueue(s, (struct op){ .kind = OP_CONVERT, .dst = dst, .src = src, .conv = copy });
+	if (rc < 0)
+		free(copy);
+	return rc;
+}
+
+static int host_scratch_alloc(struct ferry__device *dev, struct ferry__stream *s, size_t len,
+			      void **out)
+{
+	return host_mem_alloc(dev, len, out);
+}
+
+/* The worker frees it once it gets there; without memory to queue that, the
+ * caller waits for the stream and frees it now. */
+static void host_scratch_free(struct ferry__device *dev, struct ferry__stream *s, void *ptr)
+{
+	if (ptr && enqueue(s, (struct op){ .kind = OP_FREE, .dst = ptr }) < 0) {
+		host_stream_sync(&s->dev->base, s);
+		free(ptr);
+	}
+}
+
 const struct ferry__device_ops ferry__device_host = {
 	.name = "host",
+	.flags = FERRY__DEV_CONVERT,
 	.open = host_open,
 	.close = host_close,
 	.describe = host_describe,
@@ -385,4 +468,8 @@ const struct ferry__device_ops ferry__device_host = {
 	.gate_hold = host_gate_hold,
 	.gate_open = host_gate_open,
 	.gate_destroy = host_gate_destroy,
+	.convert_ready = host_convert_ready,
+	.convert_async = host_convert_async,
+	.scratch_alloc = host_scratch_alloc,
+	.scratch_free = host_scratch_free,
 };

@@ -11,7 +11,7 @@ struct fault_device {
 	struct ferry__device_ops ops;
 	pthread_mutex_t lock;
 	enum t_fault_class armed;
-	unsigned long nth, calls[T_FAULT_STREAM_SYNC + 1];
+	unsigned long nth, calls[T_FAULT_NCLASSES];
 	int err, sticky, fired;
 };
 
@@ -93,6 +93,22 @@ static int f_gate_hold(struct ferry__device *dev, struct ferry__stream *s, struc
 static int f_gate_open(struct ferry__device *dev, struct ferry__gate *g) { return INNER(dev)->ops->gate_open(INNER(dev), g); }
 static void f_gate_destroy(struct ferry__device *dev, struct ferry__gate *g) { INNER(dev)->ops->gate_destroy(INNER(dev), g); }
 static int f_describe(struct ferry__device *dev, char *b, size_t n) { return INNER(dev)->ops->describe(INNER(dev), b, n); }
+static int f_native_stream_wait(struct ferry__device *dev, void *s, struct ferry__event *e) { return INNER(dev)->ops->native_stream_wait(INNER(dev), s, e); }
+static int f_make_current(struct ferry__device *dev) { return INNER(dev)->ops->make_current(INNER(dev)); }
+static int f_convert_ready(struct ferry__device *dev, char *b, size_t n) { return INNER(dev)->ops->convert_ready(INNER(dev), b, n); }
+static void f_scratch_free(struct ferry__device *dev, struct ferry__stream *s, void *p) { INNER(dev)->ops->scratch_free(INNER(dev), s, p); }
+
+static int f_convert_async(struct ferry__device *dev, struct ferry__stream *s, void *dst,
+			   const void *src, const struct ferry__convert *c)
+{
+	FORWARD(T_FAULT_CONVERT, INNER(dev)->ops->convert_async(INNER(dev), s, dst, src, c));
+}
+/* Scratch memory for a conversion is device memory: it fails as mem_alloc does. */
+static int f_scratch_alloc(struct ferry__device *dev, struct ferry__stream *s, size_t len,
+			   void **out)
+{
+	FORWARD(T_FAULT_MEM_ALLOC, INNER(dev)->ops->scratch_alloc(INNER(dev), s, len, out));
+}
 
 static void f_close(struct ferry__device *dev)
 {
@@ -130,6 +146,14 @@ struct ferry__device *t_fault_device(struct ferry__device *inner)
 	f->ops.gate_hold = f_gate_hold;
 	f->ops.gate_open = f_gate_open;
 	f->ops.gate_destroy = f_gate_destroy;
+	f->ops.native_stream_wait = f_native_stream_wait;
+	f->ops.make_current = inner->ops->make_current ? f_make_current : NULL;
+	if (inner->ops->flags & FERRY__DEV_CONVERT) {
+		f->ops.convert_ready = f_convert_ready;
+		f->ops.convert_async = f_convert_async;
+		f->ops.scratch_alloc = f_scratch_alloc;
+		f->ops.scratch_free = f_scratch_free;
+	}
 	f->base.ops = &f->ops;
 	pthread_mutex_init(&f->lock, NULL);
 	return &f->base;
@@ -165,4 +189,14 @@ int t_fault_fired(struct ferry__device *dev)
 	int fired = f->fired;
 	pthread_mutex_unlock(&f->lock);
 	return fired;
+}
+
+void t_fault_no_convert(struct ferry__device *dev)
+{
+	struct fault_device *f = fd_of(dev);
+	f->ops.flags &= ~(unsigned)FERRY__DEV_CONVERT;
+	f->ops.convert_ready = NULL;
+	f->ops.convert_async = NULL;
+	f->ops.scratch_alloc = NULL;
+	f->ops.scratch_free = NULL;
 }
