@@ -69,21 +69,21 @@
 # batches uncounted, then stops at READER_LIMIT (1 s) or once every file was
 # delivered and READER_MIN (0.5 s) passed; cold rows read once, at most
 # READER_LIMIT; any row counts 3 batches before the limit may end it. Measured
-# there on 2026-12-03 (275 s with the datasets written, before the warm-up and
-# the one-batch-size DataLoader sweep, which about cancel): C rows with their
-# ceilings and page-cache warming ~50 s; Python ~210 s (per file set ~5 s of
-# imports and CUDA start-up, then per batch size ferry.Reader stacked and per
-# sample, ~1.5 s each, and the DataLoader, ~2.5 s a run with its worker
-# start-up, at 2 worker counts for batch 32 and the best for the others);
-# drop_caches ~10 s. SCALE (fewer files), READER_LIMIT, READER_BATCHES and
+# there on 2026-12-03 (a trial of `--reader` on a fresh machine): 245 s in
+# all, 11 s of it writing the datasets; C rows with their ceilings and
+# page-cache warming ~45 s; Python ~190 s (per file set ~5 s of imports and
+# CUDA start-up, then per batch size ferry.Reader stacked and per sample,
+# ~1.5 s each, and the DataLoader, ~2-5 s a run with its worker start-up, at 2
+# worker counts for batch 32 and the best for the others); drop_caches
+# included. SCALE (fewer files), READER_LIMIT, READER_BATCHES and
 # READER_WORKERS shrink it.
 # --quick: tiny datasets (a few MiB), short runs, the reader rows verified;
 # about a minute on a 2-core VM (20 s with --reader), with or without a GPU
 # (no GPU: the host device; GPU-only tools are reported as not available).
 # --datasets: step 1 alone (what bench/tune.sh and a later run then reuse).
 # --reader: steps 1 (the reader's file sets only), 7 and 8: issue 18's
-# measurements in one command (~5 minutes on the GPU machine with the datasets
-# to write, ~4 when they are there). --no-reader: every step but 7 (and no
+# measurements in one command (~4 minutes on the GPU machine, datasets
+# included). --no-reader: every step but 7 (and no
 # tiny dataset).
 set -u
 cd "$(dirname "$0")/.." || exit 1
