@@ -31,7 +31,10 @@ SHAPE = (5, 7)
 
 
 def content(i, shape=SHAPE, dtype="<i4"):
-    return (np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape) + 1000 * i).astype(dtype)
+    """File i's array: wraps in small dtypes on any numpy (2.x refuses to
+    add an out-of-range Python int to a uint16 array)."""
+    values = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) + 1000 * i
+    return values.astype(dtype)
 
 
 def make_dataset(tmp):

@@ -1,0 +1,35 @@
+#!/bin/sh
+# The GPU call after tests/gpu/core.sh: the other tests of `make test` with the
+# CUDA device but for the longest fault sweep, two sweeps beside them, and
+# compute-sanitizer memcheck over three data-moving tests. Logs land in $OUT.
+# Usage: OUT=dir sh tests/gpu/rest.sh
+cd "$(dirname "$0")/../.." || exit 1
+O=${OUT:-gpu-out}
+mkdir -p "$O"
+export FERRY_DEVICE=cuda PYTHON="$(command -v python3)" FERRY_BUILD=build TEST_TIMEOUT=200
+S=$(date +%s)
+done_already=" test_reader_stacked test_reader_packing test_reader_rows test_reader_big_batch
+ test_reader_data test_reader_roi test_reader_threads test_reader_epochs test_reader_resume
+ test_reader_changes test_change_rename test_change_in_place test_change_header_cache
+ test_load_async test_load_npy test_staging_race_seed test_staging_units test_staging_stress
+ test_lanes test_trace test_device_events test_io_backends test_open_special test_reader_economy
+ test_python_gpu test_python_reader test_python_load test_numpy_crosscheck test_load_sweep
+ test_fault_reader test_fault_load test_fault_engine "
+all=$(ls build/tests/test_* tests/test_*.py tests/test_*.sh | sed 's|.*/||; s/\.py$//; s/\.sh$//' | sort -u)
+rest=$(for t in $all; do case "$done_already" in *" $t "*) ;; *) echo "$t" ;; esac; done)
+TESTS="test_fault_load test_fault_engine" sh tests/run.sh > "$O/part-a.log" 2>&1 &
+SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+for t in test_reader_stacked test_change_rename test_load_async; do
+	timeout 150 "$SAN" --tool memcheck --leak-check full --error-exitcode 99 build/tests/$t \
+		> "$O/memcheck-$t.log" 2>&1 &
+done
+TESTS="$(echo $rest)" sh tests/run.sh > "$O/part-b.log" 2>&1
+wait
+{ for p in a b; do echo "== part $p"; cat "$O/part-$p.log"; done
+  for t in test_reader_stacked test_change_rename test_load_async; do
+	echo "== memcheck $t: $(grep -E 'ERROR SUMMARY|LEAK SUMMARY' "$O/memcheck-$t.log" | tr '\n' ' ')"
+	grep -E "^[a-z].*ok|Program hit|Invalid|errors" "$O/memcheck-$t.log" | head -5
+  done
+  echo "== total $(( $(date +%s) - S )) s"; } > "$O/rest.log"
+rm -f "$O"/part-*.log
+grep -E "^(PASS|FAIL|SKIP)|passed|==" "$O/rest.log"
