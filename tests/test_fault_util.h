@@ -42,6 +42,7 @@ static const struct fault_class fault_classes[] = {
 	{ "event query", LAYER_DEVICE, T_FAULT_EVENT_QUERY, -FERRY_EDEVICE, MAY_FAIL },
 	{ "event sync", LAYER_DEVICE, T_FAULT_EVENT_SYNC, -FERRY_EDEVICE, MAY_FAIL },
 	{ "stream sync", LAYER_DEVICE, T_FAULT_STREAM_SYNC, -FERRY_EDEVICE, MUST_FAIL },
+	{ "convert", LAYER_DEVICE, T_FAULT_CONVERT, -FERRY_EDEVICE, MUST_FAIL },
 	{ "open ENOENT", LAYER_IO, T_IO_OPEN, -ENOENT, MUST_FAIL },
 	{ "open EACCES", LAYER_IO, T_IO_OPEN, -EACCES, MUST_FAIL },
 	{ "read EIO", LAYER_IO, T_IO_READ, -EIO, MUST_FAIL },

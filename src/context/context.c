@@ -187,11 +187,29 @@ int ferry_ctx_destroy(ferry_ctx *ctx)
 	return rc;
 }
 
+/* What the convert: line of ferry env says: who converts big-endian and
+ * Fortran-order payloads, as the device's table and its kernels allow. */
+static void describe_convert(struct ferry__device *dev, char *buf, size_t len)
+{
+	char how[256] = "";
+	if (!(dev->ops->flags & FERRY__DEV_CONVERT)) {
+		snprintf(buf, len, "read on the host, converted by the CPU and copied over "
+			 "(the %s device cannot convert)", dev->ops->name);
+	} else if (dev->ops->convert_ready(dev, how, sizeof(how)) == 0) {
+		snprintf(buf, len, "read raw through staging, converted on the device by %s", how);
+	} else {
+		snprintf(buf, len, "read on the host, converted by the CPU and copied over "
+			 "(the device's conversions did not load: %s)", ferry_last_error());
+		ferry__clear_error();
+	}
+}
+
 int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 {
-	char device[256] = "", io[256] = "";
+	char device[256] = "", io[256] = "", convert[512] = "";
 	const struct ferry__loader *ld = &ctx->ld;
 	ld->dev->ops->describe(ld->dev, device, sizeof(device));
+	describe_convert(ld->dev, convert, sizeof(convert));
 	if (ld->io_ops->describe)
 		ld->io_ops->describe(ld->io, io, sizeof(io));
 	return snprintf(buf, len,
@@ -201,8 +219,7 @@ int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 			"small:   %s\n"
 			"staging: %zu KiB chunks, %s memory, %u lane%s, up to %u buffers (grown on demand)\n"
 			"threads: %u, O_DIRECT %s\n"
-			"convert: big-endian and Fortran-order files are converted on the host "
-			"(ferry has no GPU kernels)\n",
+			"convert: big-endian and Fortran-order payloads are %s\n",
 			ferry_version(), device, ld->io_ops->name, *io ? ", " : "", io,
 			ctx->io_reason,
 			ld->files_ops ? "io_uring opens, reads and closes small files of a batch in the "
@@ -211,7 +228,7 @@ int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 			ctx->set.chunk_size >> 10,
 			ld->io_ops->placement == FERRY__STAGE_DEVICE ? "device" : "pinned host",
 			ctx->set.lanes, ctx->set.lanes == 1 ? "" : "s", ctx->set.max_buffers,
-			ld->threads, ld->direct ? "on" : "off");
+			ld->threads, ld->direct ? "on" : "off", convert);
 }
 
 const char *ferry_ctx_device_kind(ferry_ctx *ctx)

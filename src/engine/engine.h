@@ -124,6 +124,12 @@ int ferry__staging_queue(struct ferry__staging *stg, struct ferry__buf *buf,
  * for the batch, it is issued anyway and the copy stream waited for. Returns 0
  * or the launch's error (which its copies' tickets carry too). */
 int ferry__staging_commit(struct ferry__staging *stg, struct ferry__event *fence);
+/* Makes t cover all work queued on the copy stream so far, its own copies
+ * and work queued there by others (a conversion after a load's copies): the
+ * pending batch is launched, then an empty batch whose event is recorded
+ * after that work and which t now names, so that waiting for t (and a fence
+ * committed later) waits for it too. Returns 0 or the launch's error. */
+int ferry__staging_cover(struct ferry__staging *stg, struct ferry__ticket *t);
 /* Launches what is pending and waits until the copies of t (all copies queued
  * so far when t is NULL) have completed. Returns 0 or the first error. */
 int ferry__staging_wait(struct ferry__staging *stg, struct ferry__ticket *t);

@@ -618,6 +618,20 @@ int ferry__staging_commit(struct ferry__staging *stg, struct ferry__event *fence
 	return rc;
 }
 
+int ferry__staging_cover(struct ferry__staging *stg, struct ferry__ticket *t)
+{
+	pthread_mutex_lock(&stg->lock);
+	int rc = stg->fatal ? stg->fatal : launch_pending(stg);
+	if (rc == 0 && !(stg->pending = new_batch(stg)))
+		rc = ferry__fail(-ENOMEM, "staging: out of memory for a batch");
+	if (rc == 0) {
+		t->seq = stg->pending->seq;
+		rc = launch_pending(stg);
+	}
+	pthread_mutex_unlock(&stg->lock);
+	return rc;
+}
+
 /* Waits until every batch up to seq target is reclaimed. Lock held. */
 static int wait_until(struct ferry__staging *stg, uint64_t target)
 {

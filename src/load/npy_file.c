@@ -96,8 +96,8 @@ static void convert_on_host(const struct ferry__npy_header *h, void *raw, void *
 		ferry__fortran_to_c(ordered, raw, h->ndim, h->shape, h->itemsize);
 }
 
-/* Big-endian or Fortran-order payloads: read from the same open file on the
- * host, convert, copy over. */
+/* Big-endian or Fortran-order payloads on a device that cannot convert them:
+ * read from the same open file on the host, convert, copy over. */
 static int load_converted(const struct ferry__loader *ld, struct ferry__file *f, const struct ferry__npy_header *h,
 			  void *dst)
 {
@@ -124,12 +124,102 @@ out:
 	return rc;
 }
 
+/* Whether the device converts this payload: it has the operation, its kernels
+ * are ready, and dst is aligned as they need. */
+static int device_converts(const struct ferry__loader *ld, const struct ferry__npy_header *h,
+			   const void *dst)
+{
+	struct ferry__device *dev = ld->dev;
+	if (!(dev->ops->flags & FERRY__DEV_CONVERT) ||
+	    (uintptr_t)dst % ferry__convert_align(h->itemsize))
+		return 0;
+	if (dev->ops->convert_ready(dev, NULL, 0) == 0)
+		return 1;
+	ferry__clear_error(); /* the host converts instead; ferry env says why */
+	return 0;
+}
+
+/* Says what failed, naming the file, before the calling thread's message. */
+static int fail_prefixed(int rc, const char *path, const char *what)
+{
+	char *why = ferry__error_copy();
+	ferry__fail(rc, "%s: %s: %s", path, what, why && *why ? why : ferry_strerror(rc));
+	free(why);
+	return rc;
+}
+
+static struct ferry__convert convert_params(const struct ferry__npy_header *h)
+{
+	struct ferry__convert c = {
+		.itemsize = h->itemsize, .swap = h->swap, .fortran = !layout_is_c(h), .ndim = h->ndim,
+		.is_complex = h->dtype == FERRY_COMPLEX64 || h->dtype == FERRY_COMPLEX128,
+	};
+	memcpy(c.shape, h->shape, sizeof(c.shape[0]) * (size_t)h->ndim);
+	return c;
+}
+
+/* Queues the raw read of h's payload into raw and its conversion into dst on
+ * t's lane, then makes t cover the conversion. Returns 0 once queued. */
+static int queue_converted(const struct ferry__loader *ld, struct ferry__file *f,
+			   const struct ferry__npy_header *h, void *raw, void *dst,
+			   const struct ferry__load_opts *opts, struct ferry__ticket *t)
+{
+	struct ferry__device *dev = ld->dev;
+	struct ferry__load_opts o = *opts;
+	struct ferry__range range = { .offset = h->data_offset, .len = h->data_size, .dst = raw };
+	struct ferry__convert c = convert_params(h);
+	o.async = t;
+	int rc = ferry__load_ranges(ld, f, &range, 1, &o);
+	if (rc < 0)
+		return rc; /* and its copies are done */
+	rc = dev->ops->convert_async(dev, ferry__staging_stream(t->stg), dst, raw, &c);
+	if (rc == 0)
+		rc = ferry__staging_cover(t->stg, t);
+	return rc < 0 ? fail_prefixed(rc, f->path, "converting on the device") : 0;
+}
+
+/*
+ * Big-endian or Fortran-order payloads on a device that converts them: the
+ * file's bytes go through staging like a C-order payload (into dst for a byte
+ * swap in place, else into scratch device memory), and the conversion runs on
+ * the lane's copy stream after the copies. The load's ticket covers it, so an
+ * async load's waits (and fences) wait for the conversion too.
+ */
+static int load_on_device(const struct ferry__loader *ld, struct ferry__file *f,
+			  const struct ferry__npy_header *h, void *dst,
+			  const struct ferry__load_opts *opts)
+{
+	struct ferry__device *dev = ld->dev;
+	struct ferry__ticket own = { 0 }, *t = opts->async ? opts->async : &own;
+	if (!t->stg)
+		t->stg = ferry__lanes_pick(ld->lanes);
+	struct ferry__stream *s = ferry__staging_stream(t->stg);
+	void *raw = dst;
+	int rc = layout_is_c(h) ? 0 : dev->ops->scratch_alloc(dev, s, h->data_size, &raw);
+	if (rc < 0)
+		return fail_prefixed(rc, f->path, "no device memory to convert in");
+	rc = queue_converted(ld, f, h, raw, dst, opts, t);
+	if (raw != dst)
+		dev->ops->scratch_free(dev, s, raw); /* once the conversion has read it */
+	if (rc == 0 && !opts->async && (rc = ferry__staging_wait(t->stg, t)) < 0)
+		return fail_prefixed(rc, f->path, "converting on the device failed");
+	if (rc < 0) { /* no copy of a failed load is left in flight */
+		char *why = ferry__error_copy();
+		ferry__staging_wait(t->stg, t);
+		ferry__fail(rc, "%s", why ? why : ferry_strerror(rc));
+		free(why);
+	}
+	return rc;
+}
+
 int ferry__load_payload(const struct ferry__loader *ld, struct ferry__file *f, const struct ferry__npy_header *h,
 			void *dst, const struct ferry__load_opts *opts)
 {
 	if (h->data_size == 0)
 		return ferry__io_check_unchanged(f);
 	if (h->swap || !layout_is_c(h)) {
+		if (device_converts(ld, h, dst))
+			return load_on_device(ld, f, h, dst, opts);
 		if (opts->stats) {
 			opts->stats->bytes_read += h->data_size;
 			opts->stats->reads++;
