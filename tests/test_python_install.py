@@ -52,7 +52,9 @@ def main():
     env = {k: v for k, v in os.environ.items()
            if k not in ("LD_PRELOAD", "FERRY_LIBRARY", "PYTHONPATH", "ASAN_OPTIONS", "MAKEFLAGS",
                         "MFLAGS", "MAKELEVEL", "FERRY_BUILD")}
-    env.update(PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    # The installed package's check uses numpy views: the host device, on the
+    # GPU machine too.
+    env.update(PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1", FERRY_DEVICE="host")
     with tempfile.TemporaryDirectory(prefix="ferry-py-install-") as tmp:
         venv = os.path.join(tmp, "v")
         r = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
@@ -63,6 +65,12 @@ def main():
                   % (sys.executable, r.stdout[-500:]))
             return 77
         pip, python = os.path.join(venv, "bin", "pip"), os.path.join(venv, "bin", "python")
+        r = subprocess.run([python, "-c", "import numpy"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True, env=env)
+        if r.returncode != 0:
+            print("skip: the venv sees no numpy (--system-site-packages found none in %s's "
+                  "site-packages): %s" % (sys.executable, r.stdout.strip()[-200:]))
+            return 77
         run([pip, "install", os.path.join(ROOT, "python")], tmp, env)
         work = os.path.join(tmp, "elsewhere")
         os.mkdir(work)

@@ -15,6 +15,9 @@ import os
 import sys
 import weakref
 
+# Host-device semantics (numpy views of ferry's memory): on the GPU machine
+# too, these run on the host device; CUDA is tests/test_python_gpu.py's.
+os.environ["FERRY_DEVICE"] = "host"
 from pyharness import check, run_tests  # noqa: E402
 try:
     import numpy as np
