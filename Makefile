@@ -35,8 +35,6 @@ ifneq ($(URING_A),)
 ifneq ($(wildcard /usr/include/liburing.h),)
 CPPFLAGS += -DFERRY_HAVE_LIBURING
 URING_LIB := $(URING_A)
-# What a static link against libferry.a needs besides libc (ferry.pc's Libs.private).
-PC_URING := -luring
 endif
 endif
 
@@ -155,8 +153,11 @@ install: all
 	$(Q)ln -sf libferry.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libferry.so
 	$(Q)install -m 644 $(BUILD)/libferry.a $(DESTDIR)$(PREFIX)/lib/
 	$(Q)install -m 755 $(BUILD)/ferry $(DESTDIR)$(PREFIX)/bin/
-	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
-		-e 's|@LIBS_PRIVATE@|$(strip $(PC_URING) $(LDLIBS))|g' ferry.pc.in \
+	@# -luring when the library calls io_uring: a build carried from a machine
+	@# with liburing installs on one without it.
+	$(Q)uring=$$(nm $(BUILD)/libferry.a 2>/dev/null | grep -q ' U io_uring_' && echo -luring); \
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+		-e "s|@LIBS_PRIVATE@|$$uring $(strip $(LDLIBS))|g" ferry.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ferry.pc
 	$(Q)if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then \
 		ldconfig; \
