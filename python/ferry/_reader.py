@@ -25,6 +25,7 @@ except ImportError:  # numpy is optional
 
 _OOB = {"error": 0, "pad": 1, "trim_to_shape": 2, "trim": 2}
 _ON_ERROR = {"stop": 0, "skip": 1}
+_SAMPLES = {"files": 0, "rows": 1}
 # How long one wait in C lasts: between waits Python runs its signal handlers
 # (Ctrl-C raises KeyboardInterrupt) and notices a close() from another thread.
 _WAIT_SLICE_MS = 100
@@ -63,18 +64,19 @@ class _BatchOwner(_lib.Handle, _CopiesOwner):
         self.described = None
 
     def describe(self):
-        """(paths, is_padding) of the batch's samples, asked of libferry once
-        (one call a sample), when first wanted."""
+        """(paths, is_padding, rows) of the batch's samples, asked of libferry
+        once (one call a sample), when first wanted."""
         got = self.described
         if got is None:
             lib = _lib.get()
             sample = _lib.Sample()
-            paths, padding = [], []
+            paths, padding, rows = [], [], []
             for i in range(lib.ferry_batch_size(self.ptr)):
                 _lib.check(lib.ferry_batch_sample(self.ptr, i, ctypes.byref(sample)))
                 paths.append(os.fsdecode(sample.path) if sample.path else None)
                 padding.append(bool(sample.is_padding))
-            got = self.described = (paths, padding)
+                rows.append(sample.row if sample.row >= 0 else None)
+            got = self.described = (paths, padding, rows)
         return got
 
 
@@ -168,7 +170,7 @@ class Batch(collections.abc.Sequence):
         lib = _lib.get()
         owner = self._owner
         sample = _lib.Sample()
-        out, paths, padding = [], [], []
+        out, paths, padding, rows = [], [], [], []
         for k in range(self._size):
             _lib.check(lib.ferry_batch_sample(owner.ptr, k, ctypes.byref(sample)))
             path = os.fsdecode(sample.path) if sample.path else None
@@ -178,7 +180,8 @@ class Batch(collections.abc.Sequence):
             out.append(_as_result(array))
             paths.append(path)
             padding.append(bool(sample.is_padding))
-        owner.described = (paths, padding)
+            rows.append(sample.row if sample.row >= 0 else None)
+        owner.described = (paths, padding, rows)
         self._samples = out
 
     @property
@@ -194,6 +197,12 @@ class Batch(collections.abc.Sequence):
     def is_padding(self) -> List[bool]:
         """Per sample: True for a pad_last_batch repeat."""
         return self._owner.describe()[1]
+
+    @property
+    def rows(self) -> List[Optional[int]]:
+        """Per sample, with samples="rows": the row of its file it is (None
+        when the samples are files)."""
+        return self._owner.describe()[2]
 
     # ---- as one array ----
 
@@ -356,7 +365,11 @@ class Reader:
     and more for small ones); num_threads (IO threads, 1 to 1024; None: the
     context's); cache_header_information (True: headers are cached, checked
     against size and mtime); on_error ('stop' raises, 'skip' leaves bad files
-    out of their batch). The flags take a bool, or 0 or 1.
+    out of their batch); samples ('files': each file is a sample; 'rows':
+    each row along axis 0 of each file is one, the files sharing a row's
+    dtype and shape, shuffled, sharded and padded as rows, a region of
+    interest applying to a row's axes; Batch.rows says which row each sample
+    is). The flags take a bool, or 0 or 1.
 
     Region of interest, in C-order coordinates, as DALI defines it: roi_start,
     roi_end, roi_shape (sequences of ints that fit int64) or rel_roi_start,
@@ -430,7 +443,7 @@ class Reader:
                  tensor_init_bytes: int = 1048576, skip_cached_images: bool = False,
                  register_buffers: bool = True,
                  bytes_per_sample_hint: Union[int, Sequence[int]] = 0,
-                 preserve: bool = False) -> None:
+                 preserve: bool = False, samples: str = "files") -> None:
         self._handle = None
         self._closed = False
         missing = _lib.missing_reader_functions()
@@ -476,6 +489,7 @@ class Reader:
         cfg.no_header_cache = 1 - _check.flag("cache_header_information",
                                               cache_header_information)
         cfg.on_error = _ON_ERROR[_check.choice("on_error", on_error, tuple(_ON_ERROR))]
+        cfg.samples = _SAMPLES[_check.choice("samples", samples, tuple(_SAMPLES))]
         # Region of interest.
         roi = [("roi_start", ctypes.c_int64, roi_start, "roi_start"),
                ("roi_end", ctypes.c_int64, roi_end, "roi_end"),
