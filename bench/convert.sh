@@ -10,18 +10,20 @@
 #
 # Usage: sh bench/convert.sh [DIR]   (DIR: ${TMPDIR:-/var/tmp}/ferry-convert)
 # Variables: FERRY (build/ferry), BACKENDS (posix), MIN_SECONDS (1),
-#   SECONDS_LIMIT (3), QUICK=1 (64 KiB and 1 MiB files, a few of each: for
-#   tests), KEEP=1 (keep the datasets), JSON=FILE (also write the rows there).
+#   SECONDS_LIMIT (3), SIZES (the datasets, "LABEL:SHAPE:FILES ...", default
+#   "4M:1024x1024:64 64M:4096x4096:16"), QUICK=1 (64 KiB and 1 MiB files, a few
+#   of each: for tests), KEEP=1 (keep the datasets), JSON=FILE (also write the
+#   rows there).
 # Another build's tool (FERRY=...) measures that build, e.g. one from before
 # the device converted, whose loads convert on the host.
 FERRY=${FERRY:-build/ferry}
 DIR=${1:-${TMPDIR:-/var/tmp}/ferry-convert}
 PYTHON=${PYTHON:-python3}
 if [ -n "$QUICK" ]; then
-	SIZES="64k:128x128:8 1M:512x512:4"
+	SIZES=${SIZES:-"64k:128x128:8 1M:512x512:4"}
 	MIN_SECONDS=${MIN_SECONDS:-0.2} SECONDS_LIMIT=${SECONDS_LIMIT:-0.5}
 else
-	SIZES="4M:1024x1024:64 64M:4096x4096:16"
+	SIZES=${SIZES:-"4M:1024x1024:64 64M:4096x4096:16"}
 fi
 
 die() {

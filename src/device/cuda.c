@@ -70,7 +70,9 @@ const struct ferry__device_ops ferry__device_cuda = {
 
 /* Stream-ordered allocation (CUDA 11.2): scratch memory for conversions. */
 #if CUDA_VERSION >= 11020
-#define CU_POOL_SYMBOLS(OPT) OPT(cuMemAllocAsync) OPT(cuMemFreeAsync)
+#define CU_POOL_SYMBOLS(OPT)                                                          \
+	OPT(cuMemAllocAsync) OPT(cuMemFreeAsync) OPT(cuMemAllocFromPoolAsync)        \
+	OPT(cuMemPoolCreate) OPT(cuMemPoolDestroy) OPT(cuMemPoolSetAttribute)
 #else
 #define CU_POOL_SYMBOLS(OPT)
 #endif
@@ -146,6 +148,8 @@ struct cuda_device {
 	CUmodule module;
 	CUfunction spin;
 	int pools;                 /* scratch memory is stream-ordered (cuMemAllocAsync) */
+	int pool_tried;            /* scratch_pool was made, or could not be */
+	void *scratch_pool;        /* ferry's CUmemoryPool for scratch, or NULL */
 	int convert_state;         /* 0: not loaded yet, 1: ready, < 0: why not (convert_why) */
 	char convert_why[1024];
 	CUmodule convert_module;
@@ -266,6 +270,14 @@ static int cuda_open(const struct ferry__device_params *p, struct ferry__device 
 	return 0;
 }
 
+static void destroy_scratch_pool(struct cuda_device *d)
+{
+#if CUDA_VERSION >= 11020
+	if (d->scratch_pool)
+		CU(cuMemPoolDestroy, (CUmemoryPool)d->scratch_pool);
+#endif
+}
+
 static void cuda_close(struct ferry__device *dev)
 {
 	struct cuda_device *d = to_cuda(dev);
@@ -276,6 +288,7 @@ static void cuda_close(struct ferry__device *dev)
 		CU(cuModuleUnload, d->module);
 	if (d->convert_module && bind_ctx(dev) == 0)
 		CU(cuModuleUnload, d->convert_module);
+	destroy_scratch_pool(d);
 	CU(cuDevicePrimaryCtxRelease, d->dev);
 	pthread_mutex_destroy(&d->module_lock);
 	free(d);
@@ -725,7 +738,9 @@ static int cuda_convert_ready(struct ferry__device *dev, char *how, size_t how_l
 	if (how)
 		snprintf(how, how_len, "CUDA kernels (byte swap, tiled transpose: PTX the driver "
 			 "compiled at the first conversion)%s",
-			 d->pools ? "" : "; scratch memory is freed after a stream sync");
+			 d->pools ? "; transposes read from scratch memory in stream order, up to "
+				    "64 MiB of it kept for the next"
+				  : "; scratch memory is freed after a stream sync");
 	return 0;
 }
 
@@ -817,6 +832,49 @@ static int cuda_convert_async(struct ferry__device *dev, struct ferry__stream *s
 				   count * c->itemsize, to_stream(s));
 }
 
+#if CUDA_VERSION >= 11020
+/*
+ * ferry's own pool of scratch memory: it keeps up to SCRATCH_KEEP bytes mapped
+ * across synchronizations (a pool's default threshold, 0, would release and
+ * map the scratch of every conversion again). NULL where it cannot be made:
+ * then the device's default pool serves. module_lock guards its making.
+ */
+#define SCRATCH_KEEP ((cuuint64_t)64 << 20)
+
+static CUmemoryPool scratch_pool(struct cuda_device *d)
+{
+	pthread_mutex_lock(&d->module_lock);
+	if (!d->pool_tried && cu.p_cuMemPoolCreate && cu.p_cuMemPoolSetAttribute &&
+	    cu.p_cuMemPoolDestroy && cu.p_cuMemAllocFromPoolAsync) {
+		CUmemPoolProps props = { .allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+					 .handleTypes = CU_MEM_HANDLE_TYPE_NONE,
+					 .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE,
+						       .id = (int)d->dev } };
+		CUmemoryPool pool = NULL;
+		cuuint64_t keep = SCRATCH_KEEP;
+		if (cu.p_cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS &&
+		    cu.p_cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) !=
+			    CUDA_SUCCESS) {
+			cu.p_cuMemPoolDestroy(pool);
+			pool = NULL;
+		}
+		d->scratch_pool = pool;
+	}
+	d->pool_tried = 1;
+	pthread_mutex_unlock(&d->module_lock);
+	return (CUmemoryPool)d->scratch_pool;
+}
+
+/* From ferry's pool, else the default one; in s's order either way. */
+static int alloc_in_order(struct cuda_device *d, CUstream s, size_t len, CUdeviceptr *p)
+{
+	CUmemoryPool pool = scratch_pool(d);
+	if (pool && cu.p_cuMemAllocFromPoolAsync(p, len, pool, s) == CUDA_SUCCESS)
+		return 0;
+	return CU(cuMemAllocAsync, p, len, s);
+}
+#endif
+
 /* Stream-ordered where the device has memory pools, else plain cuMemAlloc. */
 static int cuda_scratch_alloc(struct ferry__device *dev, struct ferry__stream *s, size_t len,
 			      void **out)
@@ -826,7 +884,7 @@ static int cuda_scratch_alloc(struct ferry__device *dev, struct ferry__stream *s
 	*out = NULL;
 #if CUDA_VERSION >= 11020
 	if (rc == 0 && to_cuda(dev)->pools)
-		rc = CU(cuMemAllocAsync, &p, len ? len : 1, to_stream(s));
+		rc = alloc_in_order(to_cuda(dev), to_stream(s), len ? len : 1, &p);
 	else
 #endif
 	if (rc == 0)
