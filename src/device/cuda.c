@@ -142,6 +142,7 @@ enum gate_mode { GATE_AUTO, GATE_KERNEL };
 struct cuda_device {
 	struct ferry__device base;
 	CUdevice dev;
+	int ordinal;               /* the GPU's number, as memory locations name it */
 	CUcontext ctx;
 	enum gate_mode gate_mode;
 	pthread_mutex_t module_lock; /* guards the lazy loads of the kernels */
@@ -258,6 +259,7 @@ static int cuda_open(const struct ferry__device_params *p, struct ferry__device 
 		return ferry__fail(-ENOMEM, "cuda: out of memory");
 	d->base.ops = &ferry__device_cuda;
 	d->dev = dev;
+	d->ordinal = p->ordinal;
 	d->gate_mode = mode;
 	rc = CU(cuDevicePrimaryCtxRetain, &d->ctx, dev);
 	if (rc) {
@@ -849,7 +851,7 @@ static CUmemoryPool scratch_pool(struct cuda_device *d)
 		CUmemPoolProps props = { .allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
 					 .handleTypes = CU_MEM_HANDLE_TYPE_NONE,
 					 .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE,
-						       .id = (int)d->dev } };
+						       .id = d->ordinal } };
 		CUmemoryPool pool = NULL;
 		cuuint64_t keep = SCRATCH_KEEP;
 		if (cu.p_cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS &&
