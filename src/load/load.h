@@ -90,9 +90,11 @@ int ferry__load_header(struct ferry__file *f, struct ferry__npy_header *h,
 size_t ferry__head_len(const struct ferry__npy_header *h);
 
 /* Loads the payload of f, whose header is h, into dst as C order, native byte
- * order (converting on the host when the file is big-endian or Fortran order,
- * from the same open file). opts as for ferry__load_ranges (a converted
- * payload is complete on return). */
+ * order. A big-endian or Fortran-order payload is converted on the device
+ * where it can (read raw through staging, converted on the ticket's lane
+ * after the copies, the ticket covering the conversion: docs/design.md),
+ * else on the host from the same open file (then complete on return). opts
+ * as for ferry__load_ranges. */
 int ferry__load_payload(const struct ferry__loader *ld, struct ferry__file *f, const struct ferry__npy_header *h,
 			void *dst, const struct ferry__load_opts *opts);
 
