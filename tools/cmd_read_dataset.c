@@ -18,7 +18,7 @@ const char ferry_cli_dataset_help[] =
 	"Reading a dataset:\n"
 	"  ferry read --root DIR [--filter GLOB] | --list FILE | --files PATH...\n"
 	"             [--batch N] [--shard I/N] [--shuffle --seed S] [--epochs E]\n"
-	"             [--pad-last-batch] [--stick-to-shard] [--threads T] [--prefetch P]\n"
+	"             [--pad-last-batch] [--stick-to-shard] [--rows] [--threads T] [--prefetch P]\n"
 	"             [--roi-start A,B,.. --roi-end C,D,.. | --roi-shape ...] [--roi-axes ...]\n"
 	"             [--oob error|pad|trim] [--fill V] [--on-error stop|skip]\n"
 	"             [--no-header-cache] [--order] [--dump OUTDIR] [--verify]\n"
@@ -39,6 +39,8 @@ const char ferry_cli_dataset_help[] =
 	"  --shuffle         shuffle each epoch, deterministically from --seed S (0)\n"
 	"  --epochs E        epochs to read (1; 0 runs until interrupted)\n"
 	"  --pad-last-batch  fill the last batch by repeating the last sample\n"
+	"  --rows            every row along axis 0 of every file is a sample (the files\n"
+	"                    share a row's dtype and shape); the ROI is on a row's axes\n"
 	"  --threads T       IO threads (default: cores, at most 16)\n"
 	"  --prefetch P      batches loading ahead (2)\n"
 	"  --roi-start, --roi-end, --roi-shape LIST    region of interest (integers)\n"
@@ -51,8 +53,9 @@ const char ferry_cli_dataset_help[] =
 	"  --no-header-cache parse every file's header on every read; by default a\n"
 	"                    header is parsed once and reused while the file is the same\n"
 	"                    (device, inode, size, mtime and ctime unchanged)\n"
-	"  --order           print EPOCH<TAB>BATCH<TAB>PATH per sample (PATH<TAB>pad for\n"
-	"                    padding) on stdout; the summary then goes to stderr\n"
+	"  --order           print EPOCH<TAB>BATCH<TAB>PATH per sample (then <TAB>row=N with\n"
+	"                    --rows, <TAB>pad for padding) on stdout; the summary then goes\n"
+	"                    to stderr\n"
 	"  --dump OUTDIR     write each sample's bytes to OUTDIR/e<EPOCH>_b<BATCH>_<I>.bin\n"
 	"                    (never over an existing file: that sample fails instead)\n"
 	"  --verify          compare each sample with an independent CPU read of its file\n"
@@ -77,7 +80,7 @@ enum {
 	OPT_SEED, OPT_EPOCHS, OPT_PAD, OPT_STICK, OPT_THREADS, OPT_PREFETCH, OPT_ROI_START,
 	OPT_ROI_END, OPT_ROI_SHAPE, OPT_ROI_START_REL, OPT_ROI_END_REL, OPT_ROI_SHAPE_REL,
 	OPT_ROI_AXES, OPT_OOB, OPT_FILL, OPT_ON_ERROR, OPT_NO_CACHE, OPT_ORDER, OPT_DUMP,
-	OPT_VERIFY, OPT_JSON, OPT_QUIET, OPT_HELP,
+	OPT_VERIFY, OPT_JSON, OPT_QUIET, OPT_HELP, OPT_ROWS,
 };
 
 static const struct option dataset_options[] = {
@@ -92,6 +95,7 @@ static const struct option dataset_options[] = {
 	{ "epochs", required_argument, NULL, OPT_EPOCHS },
 	{ "pad-last-batch", no_argument, NULL, OPT_PAD },
 	{ "stick-to-shard", no_argument, NULL, OPT_STICK },
+	{ "rows", no_argument, NULL, OPT_ROWS },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "prefetch", required_argument, NULL, OPT_PREFETCH },
 	{ "roi-start", required_argument, NULL, OPT_ROI_START },
@@ -312,6 +316,7 @@ static int parse_one(int opt, const char *arg, struct dataset_opts *o)
 	case OPT_SHUFFLE: cfg->random_shuffle = 1; return 0;
 	case OPT_PAD: cfg->pad_last_batch = 1; return 0;
 	case OPT_STICK: cfg->stick_to_shard = 1; return 0;
+	case OPT_ROWS: cfg->samples = FERRY_SAMPLES_ROWS; return 0;
 	case OPT_NO_CACHE: cfg->no_header_cache = 1; return 0;
 	case OPT_ORDER: o->order = 1; return 0;
 	case OPT_VERIFY: o->verify = 1; return 0;
@@ -395,9 +400,13 @@ static int cpu_region(const struct ferry_reader_config *cfg, const char *path,
 	uint64_t nbytes, idx[FERRY_MAX_DIMS] = { 0 };
 	int rc;
 
-	if ((rc = ferry_info(path, &info)) < 0 || (rc = ferry__roi_spec_from_config(cfg, &spec)) < 0 ||
-	    (rc = ferry__roi_resolve(&spec, info.ndim, info.shape, path, &rg)) < 0)
+	if ((rc = ferry_info(path, &info)) < 0 || (rc = ferry__roi_spec_from_config(cfg, &spec)) < 0)
 		return ferry_cli_error(path, rc);
+	rc = s->row >= 0 ? ferry__roi_resolve_row(&spec, info.ndim, info.shape, s->row, path, &rg)
+			 : ferry__roi_resolve(&spec, info.ndim, info.shape, path, &rg);
+	if (rc < 0)
+		return ferry_cli_error(path, rc);
+	int row = s->row >= 0; /* the sample's shape leaves out the row axis */
 	if (ferry_cli_cpu_load(path, (void **)&whole, &nbytes))
 		return 1;
 	size_t isz = info.itemsize;
@@ -420,7 +429,8 @@ static int cpu_region(const struct ferry_reader_config *cfg, const char *path,
 			idx[d] = 0;
 	}
 	free(whole);
-	if (rg.count * isz != s->nbytes || memcmp(rg.shape, s->shape, sizeof(int64_t) * (size_t)rg.ndim)) {
+	if (rg.count * isz != s->nbytes ||
+	    memcmp(rg.shape + row, s->shape, sizeof(int64_t) * (size_t)(rg.ndim - row))) {
 		free(region);
 		return ferry_cli_fail("%s: verify failed: the sample's shape is not the region's",
 			       path);
@@ -491,6 +501,15 @@ static int check_sample(struct dataset_run *d, uint64_t epoch, uint64_t batch, u
 	return status;
 }
 
+/* EPOCH<TAB>BATCH<TAB>PATH, then <TAB>row=N for a row, <TAB>pad for padding. */
+static void print_order(uint64_t epoch, uint64_t index, const struct ferry_sample *s)
+{
+	printf("%" PRIu64 "\t%" PRIu64 "\t%s", epoch, index, s->path);
+	if (s->row >= 0)
+		printf("\trow=%" PRId64, s->row);
+	puts(s->is_padding ? "\tpad" : "");
+}
+
 static int run_batch(struct dataset_run *d, ferry_batch *b)
 {
 	const struct dataset_opts *o = d->o;
@@ -504,8 +523,7 @@ static int run_batch(struct dataset_run *d, ferry_batch *b)
 	for (unsigned i = 0; i < ferry_batch_size(b) && !status; i++) {
 		ferry_batch_sample(b, i, &s);
 		if (o->order)
-			printf("%" PRIu64 "\t%" PRIu64 "\t%s%s\n", epoch, index, s.path,
-			       s.is_padding ? "\tpad" : "");
+			print_order(epoch, index, &s);
 		if (o->dump || o->verify)
 			status = check_sample(d, epoch, index, i, &s);
 		if (!s.is_padding) {

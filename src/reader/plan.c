@@ -41,25 +41,14 @@ const int64_t *ferry__slot_shape(const struct slot *s, int *ndim)
 	return s->rg.shape + row;
 }
 
-/* A row's region, in the file's coordinates: [row, row + 1) on axis 0, the
- * region of interest (resolved on the row's shape) on the others. */
+/* A row's region, in the file's coordinates (ferry__roi_resolve_row). */
 static int resolve_row(struct ferry_reader *r, struct slot *s)
 {
 	const char *path = r->ds.paths[s->file];
-	struct ferry__region in_row;
 	if (s->h.ndim < 1 || s->row >= s->h.shape[0])
 		return ferry__fail(-FERRY_ECHANGED, "%s: changed: row %lld is past its %lld rows",
 				   path, (long long)s->row, (long long)(s->h.ndim ? s->h.shape[0] : 0));
-	int rc = ferry__roi_resolve(&r->roi, s->h.ndim - 1, s->h.shape + 1, path, &in_row);
-	if (rc < 0)
-		return rc;
-	s->rg = (struct ferry__region){ .ndim = s->h.ndim, .count = in_row.count,
-					.padded = in_row.padded };
-	s->rg.start[0] = s->row;
-	s->rg.shape[0] = 1;
-	memcpy(s->rg.start + 1, in_row.start, sizeof(int64_t) * (size_t)in_row.ndim);
-	memcpy(s->rg.shape + 1, in_row.shape, sizeof(int64_t) * (size_t)in_row.ndim);
-	return 0;
+	return ferry__roi_resolve_row(&r->roi, s->h.ndim, s->h.shape, s->row, path, &s->rg);
 }
 
 /* Resolves s's region and output size from its header. Returns 0 or an error

@@ -92,6 +92,13 @@ int ferry__roi_spec_from_config(const struct ferry_reader_config *cfg,
 int ferry__roi_resolve(const struct ferry__roi_spec *spec, int ndim, const int64_t *shape,
 		       const char *path, struct ferry__region *out);
 
+/* The region of row `row` of an array of rank ndim >= 1 and shape, in the
+ * array's coordinates: [row, row + 1) on axis 0, spec (resolved on the row's
+ * axes, the array's after the first) on the others. Returns 0 or as
+ * ferry__roi_resolve does. */
+int ferry__roi_resolve_row(const struct ferry__roi_spec *spec, int ndim, const int64_t *shape,
+			   int64_t row, const char *path, struct ferry__region *out);
+
 /*
  * The runs that copy the in-bounds part of region out of a C-order payload of
  * the given shape and itemsize, sorted by src, adjacent runs merged. *runs is

@@ -220,6 +220,22 @@ int ferry__roi_resolve(const struct ferry__roi_spec *spec, int ndim, const int64
 	return 0;
 }
 
+int ferry__roi_resolve_row(const struct ferry__roi_spec *spec, int ndim, const int64_t *shape,
+			   int64_t row, const char *path, struct ferry__region *out)
+{
+	struct ferry__region in_row;
+	int rc = ferry__roi_resolve(spec, ndim - 1, shape + 1, path, &in_row);
+	if (rc < 0)
+		return rc;
+	*out = (struct ferry__region){ .ndim = ndim, .count = in_row.count,
+				       .padded = in_row.padded };
+	out->start[0] = row;
+	out->shape[0] = 1;
+	memcpy(out->start + 1, in_row.start, sizeof(int64_t) * (size_t)in_row.ndim);
+	memcpy(out->shape + 1, in_row.shape, sizeof(int64_t) * (size_t)in_row.ndim);
+	return 0;
+}
+
 /* The part of the region inside the source, per axis: [lo, hi). Returns 0
  * when it is empty. */
 static int overlap(const struct ferry__region *rg, const int64_t *shape, int64_t *lo, int64_t *hi)
