@@ -53,7 +53,7 @@ def fit(root, batch_size, epochs):
                       device="host") as reader:
         for _ in range(epochs):
             for batch in reader:  # one epoch
-                rows = np.stack([np.asarray(a) for a in batch]).astype(np.float64)
+                rows = np.asarray(batch).astype(np.float64)  # the batch is one [B, ...] array
                 x, y = rows[:, :FEATURES], rows[:, FEATURES]
                 xtx += x.T @ x
                 xty += x.T @ y
