@@ -314,9 +314,16 @@ FERRY_LIBRARY=$(cd "$FERRY_BUILD" && pwd)/libferry.so
 PYTHONPATH=$(pwd)/python${PYTHONPATH:+:$PYTHONPATH}
 export FERRY_LIBRARY PYTHONPATH
 
+# A sanitizer build's libferry loads into Python only with its runtime first
+# (AddressSanitizer; tests/run.sh does the same), or not at all (ThreadSanitizer).
+case $FERRY_BUILD in
+*asan*) PY_ENV="LD_PRELOAD=$(${CC:-cc} -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0" ;;
+*) PY_ENV= ;;
+esac
+
 python_reader() { # python_reader OUTFILE NAME CACHES: bench/python_reader.py with the budget
-	# shellcheck disable=SC2086 # $VERIFY is empty or one word
-	limited "$PYTHON" bench/python_reader.py --dir "$DATA/$2" --workload "$2" --cache "$3" \
+	# shellcheck disable=SC2086 # $VERIFY is empty or one word; $PY_ENV assignments or none
+	limited env $PY_ENV "$PYTHON" bench/python_reader.py --dir "$DATA/$2" --workload "$2" --cache "$3" \
 		--batch-sizes "$READER_BATCHES" ${READER_WORKERS:+--workers "$READER_WORKERS"} \
 		--seconds-limit "$READER_LIMIT" --min-seconds "$READER_MIN" \
 		--warmup-seconds "$READER_WARMUP" --budget-seconds "$(remaining)" $VERIFY \
@@ -340,6 +347,10 @@ for w in $READER_WORKLOADS; do
 		note "Python reader rows skipped: $PYTHON not found"
 		continue
 	fi
+	case $FERRY_BUILD in
+	*tsan*) note "Python reader rows skipped: a ThreadSanitizer build cannot be loaded into Python"
+		continue ;;
+	esac
 	step "python reader $name ($size, $caches)" 10 python_reader \
 		"$PARTS/python-reader-$name.json" "$name" "$caches"
 done
