@@ -228,6 +228,10 @@ struct ferry_reader_config {
 	int pad_last_batch;      /* 1: fill the last batch by repeating the last sample */
 	int random_shuffle;      /* 1: a permutation of the shard per epoch, from (seed, epoch) */
 	uint64_t seed;           /* shuffle seed (0 is a valid seed) */
+	int shuffle_dataset;     /* 1: each epoch one permutation of the whole dataset, from
+				  * (seed, epoch), then sharded: every rank's shard changes
+				  * each epoch, the shards still partitioning it (DALI's
+				  * shuffle_after_epoch). Not with random_shuffle. */
 
 	unsigned threads;        /* IO threads, up to FERRY_THREADS_MAX (0: the context's) */
 	unsigned prefetch_depth; /* batches loading ahead of the caller, up to FERRY_PREFETCH_MAX

@@ -2,8 +2,10 @@
 where ferry can honour it: seed None or -1 is a random seed drawn once per
 reader (reader.seed); shuffle_after_epoch reshuffles the whole dataset every
 epoch, the same orders in every run unless shuffle_after_epoch_seed is given,
-refused with random_shuffle or stick_to_shard as DALI does, and refused
-(NotImplementedError) with several shards, which libferry cannot read yet;
+refused with random_shuffle or stick_to_shard as DALI does, and with
+several shards (from num_shards or $WORLD_SIZE) each reads its slice of
+that permutation: together the whole dataset every epoch, apart a shard's
+samples changing from epoch to epoch;
 use_o_direct reads through an O_DIRECT context; lazy_init opens the dataset
 at the first use; name shows in the repr; prefetch_queue_depth None is
 libferry's automatic window.
@@ -62,6 +64,50 @@ def test_seed(root, empty, tmp):
         r.close()
 
 
+def whole_epochs(reader, n):
+    """The ids of n epochs, every element of every sample checked."""
+    out = []
+    for _ in range(n):
+        got = []
+        for b in reader:
+            a = np.asarray(b)
+            for row in a:
+                check((row == row[0, 0]).all(), "a sample mixes values: %r" % row)
+            got += [int(x) for x in a[:, 0, 0]]
+        out.append(got)
+    return out
+
+
+def shard_epochs(root, env=None, **kw):
+    """Epochs of one shard; env (WORLD_SIZE, RANK) set while it opens."""
+    saved = os.environ.get("WORLD_SIZE"), os.environ.get("RANK")
+    if env:
+        os.environ.update(WORLD_SIZE=env[0], RANK=env[1])
+    try:
+        with ferry.Reader(file_root=root, batch_size=3, shuffle_after_epoch=True, **kw) as r:
+            return whole_epochs(r, 4)
+    finally:
+        for name, value in zip(("WORLD_SIZE", "RANK"), saved):
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def check_shards(root, n, shards):
+    """n shards read with shuffle_after_epoch: each epoch they partition the
+    dataset, and shard 0 reads other samples than a slice of the sorted
+    dataset (which a shard-local shuffle would)."""
+    got = [shard_epochs(root, **kw) for kw in shards]
+    for e in range(4):
+        union = sorted(sum((g[e] for g in got), []))
+        check(union == list(range(N)), "%d shards, epoch %d: %r" % (n, e, union))
+    ranges = [set(range(N * i // n, N * (i + 1) // n)) for i in range(n)]
+    check(any(set(epoch) not in ranges for epoch in got[0]),
+          "%d shards: shard 0 read a shard of the unshuffled dataset every epoch: %r"
+          % (n, got[0]))
+
+
 def test_shuffle_after_epoch(root, empty, tmp):
     def run(**kw):
         with ferry.Reader(file_root=root, batch_size=5, shuffle_after_epoch=True, **kw) as r:
@@ -78,25 +124,9 @@ def test_shuffle_after_epoch(root, empty, tmp):
     with ferry.Reader(file_root=root, batch_size=5, num_shards=1, shard_id=0,
                       shuffle_after_epoch=True) as r:
         check(epochs(r, 4) == a, "one shard named explicitly")
-    for kw in (dict(num_shards=2), dict(num_shards=3, shard_id=1)):
-        try:
-            ferry.Reader(file_root=root, shuffle_after_epoch=True, **kw)
-            check(False, "shuffle_after_epoch with %r: no error" % kw)
-        except NotImplementedError as e:
-            check("shard" in str(e), "shuffle_after_epoch with shards: %s" % e)
-    saved = os.environ.get("WORLD_SIZE"), os.environ.get("RANK")
-    os.environ.update(WORLD_SIZE="2", RANK="0")
-    try:
-        ferry.Reader(file_root=root, shuffle_after_epoch=True)
-        check(False, "shuffle_after_epoch with WORLD_SIZE=2: no error")
-    except NotImplementedError:
-        pass
-    finally:
-        for name, value in zip(("WORLD_SIZE", "RANK"), saved):
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    for n in (2, 3):
+        check_shards(root, n, [dict(num_shards=n, shard_id=i) for i in range(n)])
+    check_shards(root, 2, [dict(env=("2", str(i))) for i in range(2)])
     for kw in (dict(random_shuffle=True), dict(stick_to_shard=True)):
         try:
             ferry.Reader(file_root=root, shuffle_after_epoch=True, **kw)

@@ -17,7 +17,8 @@
 const char ferry_cli_dataset_help[] =
 	"Reading a dataset:\n"
 	"  ferry read --root DIR [--filter GLOB] | --list FILE | --files PATH...\n"
-	"             [--batch N] [--shard I/N] [--shuffle --seed S] [--epochs E]\n"
+	"             [--batch N] [--shard I/N] [--shuffle | --shuffle-dataset]\n"
+	"             [--seed S] [--epochs E]\n"
 	"             [--pad-last-batch] [--stick-to-shard] [--rows] [--threads T] [--prefetch P]\n"
 	"             [--roi-start A,B,.. --roi-end C,D,.. | --roi-shape ...] [--roi-axes ...]\n"
 	"             [--oob error|pad|trim] [--fill V] [--on-error stop|skip]\n"
@@ -37,6 +38,8 @@ const char ferry_cli_dataset_help[] =
 	"  --shard I/N       read shard I of N (default RANK/WORLD_SIZE, else 0/1); the\n"
 	"                    shard rotates each epoch unless --stick-to-shard\n"
 	"  --shuffle         shuffle each epoch, deterministically from --seed S (0)\n"
+	"  --shuffle-dataset each epoch one order of the whole dataset (from --seed),\n"
+	"                    then sharded: a shard's files change from epoch to epoch\n"
 	"  --epochs E        epochs to read (1; 0 runs until interrupted)\n"
 	"  --pad-last-batch  fill the last batch by repeating the last sample\n"
 	"  --rows            every row along axis 0 of every file is a sample (the files\n"
@@ -80,7 +83,7 @@ enum {
 	OPT_SEED, OPT_EPOCHS, OPT_PAD, OPT_STICK, OPT_THREADS, OPT_PREFETCH, OPT_ROI_START,
 	OPT_ROI_END, OPT_ROI_SHAPE, OPT_ROI_START_REL, OPT_ROI_END_REL, OPT_ROI_SHAPE_REL,
 	OPT_ROI_AXES, OPT_OOB, OPT_FILL, OPT_ON_ERROR, OPT_NO_CACHE, OPT_ORDER, OPT_DUMP,
-	OPT_VERIFY, OPT_JSON, OPT_QUIET, OPT_HELP, OPT_ROWS,
+	OPT_VERIFY, OPT_JSON, OPT_QUIET, OPT_HELP, OPT_ROWS, OPT_SHUFFLE_DATASET,
 };
 
 static const struct option dataset_options[] = {
@@ -91,6 +94,7 @@ static const struct option dataset_options[] = {
 	{ "batch", required_argument, NULL, OPT_BATCH },
 	{ "shard", required_argument, NULL, OPT_SHARD },
 	{ "shuffle", no_argument, NULL, OPT_SHUFFLE },
+	{ "shuffle-dataset", no_argument, NULL, OPT_SHUFFLE_DATASET },
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "epochs", required_argument, NULL, OPT_EPOCHS },
 	{ "pad-last-batch", no_argument, NULL, OPT_PAD },
@@ -314,6 +318,7 @@ static int parse_one(int opt, const char *arg, struct dataset_opts *o)
 	case OPT_LIST: cfg->file_list = arg; return 0;
 	case OPT_FILES: o->files_mode = 1; return 0;
 	case OPT_SHUFFLE: cfg->random_shuffle = 1; return 0;
+	case OPT_SHUFFLE_DATASET: cfg->shuffle_dataset = 1; return 0;
 	case OPT_PAD: cfg->pad_last_batch = 1; return 0;
 	case OPT_STICK: cfg->stick_to_shard = 1; return 0;
 	case OPT_ROWS: cfg->samples = FERRY_SAMPLES_ROWS; return 0;

@@ -188,6 +188,7 @@ class ReaderConfig(ctypes.Structure):
                 ("shard_id", ctypes.c_int), ("num_shards", ctypes.c_int),
                 ("stick_to_shard", ctypes.c_int), ("pad_last_batch", ctypes.c_int),
                 ("random_shuffle", ctypes.c_int), ("seed", ctypes.c_uint64),
+                ("shuffle_dataset", ctypes.c_int),
                 ("threads", ctypes.c_uint), ("prefetch_depth", ctypes.c_uint),
                 ("no_header_cache", ctypes.c_int), ("on_error", ctypes.c_int),
                 ("roi_nvals", ctypes.c_int),

@@ -358,9 +358,9 @@ class Reader:
     reader, which ``seed`` then holds); pad_last_batch (fill the last batch
     by repeating the last sample); shuffle_after_epoch (DALI's: every epoch a
     new permutation of the whole dataset, the same in every run unless
-    shuffle_after_epoch_seed is given; not with random_shuffle or
-    stick_to_shard; with one shard only: NotImplementedError for more, which
-    libferry cannot read yet); prefetch_queue_depth (batches loading ahead, 1
+    shuffle_after_epoch_seed is given; each shard then reads its slice of
+    that permutation, so its samples change from epoch to epoch; not with
+    random_shuffle or stick_to_shard); prefetch_queue_depth (batches loading ahead, 1
     to 1024; None, the default: libferry sizes the window, at least 2 batches
     and more for small ones); num_threads (IO threads, 1 to 1024; None: the
     context's); cache_header_information (True: headers are cached, checked
@@ -566,22 +566,15 @@ class Reader:
             self._start()
 
     def _shuffle_after_epoch(self, cfg, seed):
-        """DALI's shuffle_after_epoch, as libferry can read it: with one shard
-        a permutation of the shard per epoch is one of the whole dataset."""
+        """DALI's shuffle_after_epoch: every epoch one permutation of the whole
+        dataset, then sharded (libferry's shuffle_dataset)."""
         if cfg.random_shuffle:
             raise ValueError("shuffle_after_epoch and random_shuffle cannot both be set "
                              "(as in DALI)")
         if cfg.stick_to_shard:
             raise ValueError("shuffle_after_epoch and stick_to_shard cannot both be set "
                              "(as in DALI)")
-        shards = cfg.num_shards if cfg.num_shards > 0 else _world_size()
-        if shards > 1:
-            raise NotImplementedError(
-                "shuffle_after_epoch with %d shards: DALI permutes the whole dataset each epoch "
-                "and then shards it, and libferry shuffles only within a shard; use "
-                "random_shuffle=True (a new order of each shard every epoch) instead" % shards)
-        cfg.random_shuffle = 1
-        cfg.stick_to_shard = 1
+        cfg.shuffle_dataset = 1
         if seed is None:
             return SHUFFLE_AFTER_EPOCH_SEED
         return _check.integer("shuffle_after_epoch_seed", seed, _check.INT64_MIN,
@@ -782,7 +775,7 @@ class Reader:
         if h.nfiles is None:
             cfg = _lib.ReaderConfig.from_buffer_copy(self._cfg)
             cfg.batch_size, cfg.epochs, cfg.shard_id, cfg.num_shards = 1, 1, 0, 1
-            cfg.pad_last_batch = cfg.random_shuffle = 0
+            cfg.pad_last_batch = cfg.random_shuffle = cfg.shuffle_dataset = 0
             cfg.threads = cfg.prefetch_depth = 1
             cfg.on_error = _ON_ERROR["skip"]
             cfg.roi_nvals = 0
@@ -857,7 +850,7 @@ class Reader:
                        for key in ("epoch", "index", "fingerprint"))
         seed = _check.integer("state['seed']", state["seed"], 0, _check.UINT64_MAX)
         if seed != self.seed:
-            if self._seed_given and self._cfg.random_shuffle:
+            if self._seed_given and (self._cfg.random_shuffle or self._cfg.shuffle_dataset):
                 raise ValueError("state['seed'] is %d, but this reader shuffles with seed %d: "
                                  "make it with seed=None (or -1) to take the state's"
                                  % (seed, self.seed))
@@ -1024,7 +1017,7 @@ class Reader:
         if cfg.root:
             parts.append("file_root=%r" % os.fsdecode(cfg.root))
         parts.append("batch_size=%d" % cfg.batch_size)
-        if cfg.random_shuffle:
+        if cfg.random_shuffle or cfg.shuffle_dataset:
             parts.append("seed=%d" % self.seed)
         if cfg.num_shards:
             parts.append("shard=%s/%d" % (cfg.shard_id if cfg.shard_id >= 0 else "$RANK",

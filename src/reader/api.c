@@ -260,6 +260,7 @@ static uint64_t order_fingerprint(const struct ferry_reader *r)
 	uint64_t h = 0xcbf29ce484222325ull;
 	uint64_t v[] = { r->nsamples, r->batch_size, r->shard, r->nshards, (uint64_t)r->stick,
 			 (uint64_t)r->pad, (uint64_t)r->shuffle, r->shuffle ? r->seed : 0,
+			 (uint64_t)r->shuffle_all,
 			 (uint64_t)r->rows };
 	h = fnv(h, v, sizeof(v));
 	for (size_t i = 0; i < r->ds.n; i++)
@@ -293,6 +294,9 @@ static int check_limits(const struct ferry_reader_config *cfg)
 		rc = ferry__fail(-FERRY_ECONFIG, "reader: on_error must be stop or skip");
 	if (rc == 0 && cfg->samples != FERRY_SAMPLES_FILES && cfg->samples != FERRY_SAMPLES_ROWS)
 		rc = ferry__fail(-FERRY_ECONFIG, "reader: samples must be files or rows");
+	if (rc == 0 && cfg->random_shuffle && cfg->shuffle_dataset)
+		rc = ferry__fail(-FERRY_ECONFIG, "reader: random_shuffle (each shard permuted) and "
+				 "shuffle_dataset (the whole dataset permuted) exclude each other");
 	return rc;
 }
 
@@ -313,7 +317,8 @@ static int apply_config(struct ferry_reader *r, const struct ferry_reader_config
 	r->seed = cfg->seed;
 	r->stick = !!cfg->stick_to_shard;
 	r->pad = !!cfg->pad_last_batch;
-	r->shuffle = !!cfg->random_shuffle;
+	r->shuffle = cfg->random_shuffle || cfg->shuffle_dataset;
+	r->shuffle_all = !!cfg->shuffle_dataset;
 	r->cache_on = !cfg->no_header_cache;
 	r->on_error = cfg->on_error;
 	r->fill_value = cfg->fill_value;
@@ -329,10 +334,12 @@ static int allocate_cache(struct ferry_reader *r)
 	return r->cache ? 0 : ferry__fail(-ENOMEM, "reader: out of memory for %zu files", r->ds.n);
 }
 
-/* The order of an epoch's samples: a shard's. */
+/* The order of an epoch's samples: a shard's, or (shuffle_all) the whole
+ * dataset's permutation, the shard's slice of which is moved to its front. */
 static int allocate_order(struct ferry_reader *r)
 {
-	r->order = malloc((r->nsamples / r->nshards + 1) * sizeof(*r->order));
+	uint64_t n = r->shuffle_all ? r->nsamples : r->nsamples / r->nshards + 1;
+	r->order = malloc((n ? n : 1) * sizeof(*r->order));
 	return r->order ? 0 : ferry__fail(-ENOMEM, "reader: out of memory for %llu samples",
 					  (unsigned long long)r->nsamples);
 }

@@ -110,6 +110,25 @@ static uint64_t batches_of(const struct ferry_reader *r, uint64_t samples)
 	return (samples + r->batch_size - 1) / r->batch_size;
 }
 
+/* The shard [begin, end) in order, or permuted by (seed, epoch). */
+static void order_shard(struct ferry_reader *r, uint64_t begin, uint64_t epoch)
+{
+	for (uint64_t i = 0; i < r->order_n; i++)
+		r->order[i] = begin + i;
+	if (r->shuffle)
+		ferry__shuffle(r->order, r->order_n, r->seed, epoch);
+}
+
+/* The slice [begin, end) of the whole dataset permuted by (seed, epoch):
+ * every rank draws the same permutation, so the slices still partition it. */
+static void order_dataset_slice(struct ferry_reader *r, uint64_t begin, uint64_t epoch)
+{
+	for (uint64_t i = 0; i < r->nsamples; i++)
+		r->order[i] = i;
+	ferry__shuffle(r->order, r->nsamples, r->seed, epoch);
+	memmove(r->order, r->order + begin, r->order_n * sizeof(*r->order));
+}
+
 /* Makes r->order the sample order of epoch. */
 static void prepare_order(struct ferry_reader *r, uint64_t epoch)
 {
@@ -119,10 +138,10 @@ static void prepare_order(struct ferry_reader *r, uint64_t epoch)
 	r->order_shard = ferry__epoch_shard(r->shard, r->nshards, r->stick, epoch);
 	ferry__shard_range(r->nsamples, r->order_shard, r->nshards, &begin, &end);
 	r->order_n = end - begin;
-	for (uint64_t i = 0; i < r->order_n; i++)
-		r->order[i] = begin + i;
-	if (r->shuffle)
-		ferry__shuffle(r->order, r->order_n, r->seed, epoch);
+	if (r->shuffle_all)
+		order_dataset_slice(r, begin, epoch);
+	else
+		order_shard(r, begin, epoch);
 	r->order_epoch = epoch;
 	r->order_valid = 1;
 }

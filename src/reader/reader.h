@@ -205,7 +205,7 @@ struct ferry_reader {
 	unsigned batch_size, threads, depth, shard, nshards;
 	unsigned slots_cap;          /* real samples a batch may hold: min(batch, largest shard) */
 	uint64_t epochs, seed;
-	int stick, pad, shuffle, cache_on, packable;
+	int stick, pad, shuffle, shuffle_all, cache_on, packable;
 	int rows;                    /* FERRY_SAMPLES_ROWS */
 	uint64_t nsamples;           /* files, or rows of all files */
 	uint64_t *row_start;         /* rows: the first sample of each file, ds.n + 1 entries */
