@@ -172,9 +172,10 @@ static int queue_converted(const struct ferry__loader *ld, struct ferry__file *f
 	int rc = ferry__load_ranges(ld, f, &range, 1, &o);
 	if (rc < 0)
 		return rc; /* and its copies are done */
-	rc = dev->ops->convert_async(dev, ferry__staging_stream(t->stg), dst, raw, &c);
-	if (rc == 0)
-		rc = ferry__staging_cover(t->stg, t);
+	struct ferry__stream *s = ferry__staging_stream(t->stg);
+	rc = dev->ops->convert_async(dev, s, dst, raw, &c);
+	if (rc == 0 && (rc = ferry__staging_cover(t->stg, t)) < 0)
+		dev->ops->stream_sync(dev, s); /* no ticket covers the conversion: let it finish */
 	return rc < 0 ? fail_prefixed(rc, f->path, "converting on the device") : 0;
 }
 
