@@ -304,16 +304,6 @@ int ferry__finish_plan(struct ferry_batch *b)
 	return rc < 0 ? rc : make_fetch_items(b);
 }
 
-int ferry__plan_from_cache(struct ferry_batch *b)
-{
-	for (unsigned i = 0; i < b->nslots; i++) {
-		struct slot *s = &b->slots[i];
-		if (ferry__slot_live(s) && !plan_slot_from_cache(b->r, s))
-			return 0;
-	}
-	return 1;
-}
-
 int ferry__plan_later(struct ferry_batch *b)
 {
 	b->nitems = 0;

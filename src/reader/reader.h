@@ -276,9 +276,6 @@ const int64_t *ferry__slot_shape(const struct slot *s, int *ndim);
 int ferry__slot_fail(struct ferry_reader *r, struct slot *s, int err);
 void ferry__slot_close(struct ferry_reader *r, struct slot *s);
 int ferry__slot_live(const struct slot *s);
-/* Plans b from the header cache alone. Returns 1 when every live slot was
- * cached (then b has its layout and fetch items), 0 when a probe is needed. */
-int ferry__plan_from_cache(struct ferry_batch *b);
 /* Makes b's one item the ITEM_PLAN that plans it on an IO thread. Returns 0
  * or -ENOMEM. */
 int ferry__plan_later(struct ferry_batch *b);
