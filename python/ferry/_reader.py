@@ -47,6 +47,7 @@ class _ReaderHandle(_lib.Handle):
         self.ctx = ctx          # the _CtxHandle: outlives the reader
         self._keep = keep       # ctypes objects the config points into
         self.nfiles = None      # the dataset's files, once len() needed them
+        self.epoch_batches = None  # (epoch, its batches), once a batch of it was read
 
 
 class _BatchOwner(_lib.Handle, _CopiesOwner):
@@ -947,15 +948,27 @@ class Reader:
         owner = _BatchOwner(h, ptr.value)
         epoch, index = ctypes.c_uint64(), ctypes.c_uint64()
         _lib.check(lib.ferry_batch_position(ptr, ctypes.byref(epoch), ctypes.byref(index)))
-        # The reader's epoch info describes the batch it returned last: ours,
-        # unless another thread took a batch of another epoch meanwhile.
-        info = self._epoch_info(h)
-        last = info["epoch"] == epoch.value and index.value + 1 >= info["batches"]
+        batches = self._epoch_batches(h, epoch.value)
+        last = batches is not None and index.value + 1 >= batches
         device = h.ctx.device
         stream = _stream_number(self._stream if self._stream is not None
                                 else _torch_stream(device))
         cai_stream = owner.ready_on(device, stream)
         return _make_batch(owner, lib, ptr, device, epoch.value, index.value, last, cai_stream)
+
+    def _epoch_batches(self, h, epoch):
+        """The batches of epoch (a number fixed for the life of the C reader h),
+        asked of libferry once an epoch; None when another thread took a batch
+        of another epoch meanwhile (the epoch info describes the batch returned
+        last): then it is asked again at the next batch."""
+        known = h.epoch_batches
+        if known is not None and known[0] == epoch:
+            return known[1]
+        info = self._epoch_info(h)
+        if info["epoch"] != epoch:
+            return None
+        h.epoch_batches = (epoch, info["batches"])
+        return info["batches"]
 
     def _keep_for_next(self, batch):
         with self._lock:
