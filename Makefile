@@ -38,6 +38,21 @@ URING_LIB := $(URING_A)
 endif
 endif
 
+# libdeflate, for .npz members written by np.savez_compressed (and CRC-32),
+# linked statically as liburing is: the binaries need only the C runtime.
+# Measured faster than zlib (bench/inflate_libs.c, docs/design.md). Without
+# it deflated members are an error that says so.
+DEFLATE_A := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libdeflate.a /usr/lib/libdeflate.a /usr/local/lib/libdeflate.a))
+ifneq ($(DEFLATE_A),)
+ifneq ($(wildcard /usr/include/libdeflate.h),)
+CPPFLAGS += -DFERRY_HAVE_LIBDEFLATE
+DEFLATE_LIB := $(DEFLATE_A)
+endif
+endif
+
+# The static libraries every binary links after libferry.
+STATIC_LIBS := $(URING_LIB) $(DEFLATE_LIB)
+
 # Quiet by default, as kernel-style builds are: "  CC      build/obj/x.o".
 V ?= 0
 ifeq ($(V),1)
@@ -71,10 +86,10 @@ TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_COMMON := $(sort $(wildcard tests/common/*.c))
 TOOL_SRCS := $(sort $(wildcard tools/*.c tools/bench/*.c))
-BENCH_SRCS := $(sort $(wildcard bench/*.c))
+BENCH_SRCS := $(filter-out bench/inflate_libs.c,$(sort $(wildcard bench/*.c)))
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test demo install fuzz bench clean
+.PHONY: all test demo install fuzz bench clean bench-inflate
 all: $(BUILD)/libferry.so $(BUILD)/libferry.a $(BUILD)/ferry $(TEST_BINS) $(BENCH_BINS) $(BUILD)/shim/slowread.so \
 	$(BUILD)/tests/layout/struct_layout
 	@[ "$(BUILD)" = build ] || ln -sfn ../$(BUILD)/ferry build/ferry-$(SANITIZE) 2>/dev/null || true
@@ -100,17 +115,17 @@ $(BUILD)/libferry.a: $(LIB_OBJS)
 $(BUILD)/libferry.so: $(LIB_OBJS) src/ferry.map
 	$(call say,LD,$@)
 	$(Q)$(CC) -shared -Wl,-soname,libferry.so.$(SOVERSION) -Wl,--version-script=src/ferry.map \
-		$(LDFLAGS) -o $(BUILD)/libferry.so.$(VERSION) $(LIB_OBJS) $(URING_LIB) $(LDLIBS)
+		$(LDFLAGS) -o $(BUILD)/libferry.so.$(VERSION) $(LIB_OBJS) $(STATIC_LIBS) $(LDLIBS)
 	$(Q)ln -sf libferry.so.$(VERSION) $(BUILD)/libferry.so.$(SOVERSION)
 	$(Q)ln -sf libferry.so.$(VERSION) $@
 
 $(BUILD)/ferry: $(TOOL_SRCS) $(BUILD)/libferry.a $(wildcard tools/*.h tools/bench/*.h)
 	$(call say,CCLD,$@)
-	$(Q)$(CC) $(CPPFLAGS) -Itools $(CFLAGS) $(LDFLAGS) -o $@ $(TOOL_SRCS) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) -Itools $(CFLAGS) $(LDFLAGS) -o $@ $(TOOL_SRCS) $(BUILD)/libferry.a $(STATIC_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/common/helpers.h $(BUILD)/libferry.a | $(BUILD)/tests
 	$(call say,CCLD,$@)
-	$(Q)$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_COMMON) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_COMMON) $(BUILD)/libferry.a $(STATIC_LIBS) $(LDLIBS)
 
 # Fault sweeps and files changed mid-load: libferry.a's host allocations and
 # preads go through tests/common/faultalloc.c and faultio.c.
@@ -119,11 +134,11 @@ WRAPPED_TESTS := $(filter $(BUILD)/tests/test_fault_% $(BUILD)/tests/test_change
 	$(BUILD)/tests/test_reader_next_timeout,$(TEST_BINS))
 $(WRAPPED_TESTS): $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/common/helpers.h $(BUILD)/libferry.a | $(BUILD)/tests
 	$(call say,CCLD,$@)
-	$(Q)$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS) $(LDFLAGS) $(FAULT_WRAP) -o $@ $< $(TEST_COMMON) $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS) $(LDFLAGS) $(FAULT_WRAP) -o $@ $< $(TEST_COMMON) $(BUILD)/libferry.a $(STATIC_LIBS) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libferry.a | $(BUILD)/bench
 	$(call say,CCLD,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libferry.a $(URING_LIB) $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libferry.a $(STATIC_LIBS) $(LDLIBS)
 
 test: all
 	@BUILD=$(BUILD) sh tests/run.sh
@@ -138,6 +153,12 @@ fuzz:
 
 bench: all
 	@sh bench/run.sh
+
+# zlib against libdeflate on np.savez_compressed's members (needs both -dev packages).
+bench-inflate:
+	@mkdir -p $(BUILD)/bench
+	$(Q)$(CC) -O2 -Wall -o $(BUILD)/bench/inflate_libs bench/inflate_libs.c -lz -ldeflate
+	@$(BUILD)/bench/inflate_libs
 
 # The tool links libferry statically and runs from anywhere; programs linked
 # with -lferry find libferry.so.0 once the loader's cache knows PREFIX/lib
@@ -156,8 +177,9 @@ install: all
 	@# -luring when the library calls io_uring: a build carried from a machine
 	@# with liburing installs on one without it.
 	$(Q)uring=$$(nm $(BUILD)/libferry.a 2>/dev/null | grep -q ' U io_uring_' && echo -luring); \
+	deflate=$$(nm $(BUILD)/libferry.a 2>/dev/null | grep -q ' U libdeflate_' && echo -ldeflate); \
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
-		-e "s|@LIBS_PRIVATE@|$$uring $(strip $(LDLIBS))|g" ferry.pc.in \
+		-e "s|@LIBS_PRIVATE@|$$uring $$deflate $(strip $(LDLIBS))|g" ferry.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ferry.pc
 	$(Q)if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then \
 		ldconfig; \

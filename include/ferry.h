@@ -162,6 +162,38 @@ FERRY_API int ferry_array_wait(ferry_array *a);
  * waits on the host. Returns 0 or a negative code. */
 FERRY_API int ferry_array_stream_wait(ferry_array *a, void *cuda_stream);
 
+/* ---- .npz archives ----
+ * An .npz (np.savez, np.savez_compressed) is a zip archive of .npy members;
+ * key names one as numpy does: the member's name, or its name without ".npy"
+ * (np.load(path)[key]). The command line writes FILE.npz:KEY, Python key=.
+ * A stored member is read like a .npy, from its offset in the archive; a
+ * deflated one is inflated on the CPU, then copied. Every member's CRC-32 is
+ * checked (as its bytes pass through host memory; with cuFile, whose staging
+ * is device memory, a stored member is read on the host to check it), except
+ * by ferry_info_member on a stored member, which reads only its header.
+ * Errors name the file and the member: -ENOENT (no such key; the message
+ * lists some), -FERRY_EFORMAT (not a zip archive, truncated, inconsistent
+ * sizes, a CRC mismatch, a member that is not a valid .npy),
+ * -FERRY_EUNSUPPORTED (encrypted, multi-disk, compressed other than stored or
+ * deflated). Zip64 archives and members, data descriptors and archive
+ * comments are read. A NULL key makes each call its plain .npy variant. */
+
+/* As ferry_info, for member key of the archive path (a deflated member is
+ * inflated, and its CRC checked, to read its header). info->data_offset is
+ * where the payload starts: in the archive for a stored member, in the
+ * inflated member for a deflated one. */
+FERRY_API int ferry_info_member(const char *path, const char *key, struct ferry_array_info *out);
+/* As ferry_load, ferry_load_async, ferry_load_into and ferry_load_into_async,
+ * for member key of the archive path. */
+FERRY_API int ferry_load_member(ferry_ctx *ctx, const char *path, const char *key,
+				ferry_array **out);
+FERRY_API int ferry_load_member_async(ferry_ctx *ctx, const char *path, const char *key,
+				      ferry_array **out);
+FERRY_API int ferry_load_member_into(ferry_ctx *ctx, const char *path, const char *key, void *dst,
+				     size_t dst_len, struct ferry_array_info *info);
+FERRY_API int ferry_load_member_into_async(ferry_ctx *ctx, const char *path, const char *key,
+					   void *dst, size_t dst_len, ferry_array **out);
+
 /* Reads len raw bytes of any file, starting at offset, into the device buffer
  * dst. Returns 0, -FERRY_ETRUNCATED when the file ends first, or -errno. */
 FERRY_API int ferry_read_range(ferry_ctx *ctx, const char *path, uint64_t offset, uint64_t len,

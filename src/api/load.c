@@ -27,36 +27,78 @@ static int check_path(const char *path)
 	return path ? 0 : ferry__fail(-EINVAL, "path is NULL");
 }
 
-int ferry_info(const char *path, struct ferry_array_info *out)
+/* The header of the .npy at path, or of its member key (NULL: path is a .npy). */
+static int read_header(struct ferry__file *f, const char *key, struct ferry__npy_header *h,
+		       unsigned char *head, struct ferry__member *m)
+{
+	*m = (struct ferry__member){ 0 };
+	if (!key)
+		return ferry__load_header(f, h, head);
+	int rc = ferry__member_open(f, key, m, head);
+	if (rc == 0)
+		*h = m->h;
+	return rc;
+}
+
+int ferry_info_member(const char *path, const char *key, struct ferry_array_info *out)
 {
 	struct ferry__file *f;
 	struct ferry__npy_header h;
+	struct ferry__member m;
 	int rc = check_path(path);
 	if (rc < 0)
 		return rc;
 	rc = ferry__io_posix.open(NULL, path, 0, &f);
 	if (rc < 0)
 		return rc;
-	rc = ferry__load_header(f, &h, NULL);
+	rc = read_header(f, key, &h, NULL, &m);
 	if (rc == 0)
 		ferry__info_from_header(&h, out);
+	ferry__member_close(&m);
 	ferry__io_posix.close(NULL, f);
 	return ferry__fail_subject(rc, path);
 }
 
-/* Opens path, reads its header and, when dst is NULL, allocates device memory.
- * With async it returns once the copies are launched (see ferry__load_ranges). */
-static int load_file(ferry_ctx *ctx, const char *path, void **dst, size_t dst_len,
-		     struct ferry_array_info *info, struct ferry__ticket *async)
+int ferry_info(const char *path, struct ferry_array_info *out)
+{
+	return ferry_info_member(path, NULL, out);
+}
+
+/* Waits for an async load's copies after its error, keeping the error's message. */
+static void wait_keeping_message(struct ferry__ticket *t)
+{
+	char *why = ferry__error_copy();
+	ferry__staging_wait(t->stg, t);
+	if (why)
+		ferry__fail(-1, "%s", why);
+	free(why);
+}
+
+/* Loads the payload of the .npy f (m->key NULL) or of its member m into dst. */
+static int load_payload(const struct ferry__loader *ld, struct ferry__file *f,
+			const struct ferry__member *m, const struct ferry__npy_header *h,
+			void *dst, const struct ferry__load_opts *opts)
+{
+	if (m->key)
+		return ferry__member_load(ld, f, m, dst, opts);
+	return ferry__load_payload(ld, f, h, dst, opts);
+}
+
+/* Opens path, reads its header (or its member key's) and, when dst is NULL,
+ * allocates device memory. With async it returns once the copies are launched
+ * (see ferry__load_ranges). */
+static int load_file(ferry_ctx *ctx, const char *path, const char *key, void **dst,
+		     size_t dst_len, struct ferry_array_info *info, struct ferry__ticket *async)
 {
 	struct ferry__file *f;
 	struct ferry__npy_header h;
+	struct ferry__member m;
 	unsigned char head[FERRY__HEAD_MAX];
 	const struct ferry__loader *ld = &ctx->ld;
 	int rc = ferry__load_open(ld, path, &f);
 	if (rc < 0)
 		return rc;
-	if ((rc = ferry__load_header(f, &h, head)) < 0)
+	if ((rc = read_header(f, key, &h, head, &m)) < 0)
 		goto out;
 	if (*dst && dst_len < h.data_size) {
 		rc = ferry__fail(-ENOSPC, "%s: array needs %llu bytes, buffer holds %zu", path,
@@ -72,14 +114,17 @@ static int load_file(ferry_ctx *ctx, const char *path, void **dst, size_t dst_le
 	}
 	struct ferry__load_opts opts = { .parallel = ld->threads, .async = async, .head = head,
 					 .head_len = ferry__head_len(&h) };
-	rc = ferry__load_payload(ld, f, &h, *dst, &opts);
+	rc = load_payload(ld, f, &m, &h, *dst, &opts);
 	if (rc < 0 && allocated) {
+		if (async && async->stg) /* a CRC mismatch comes after the copies launched */
+			wait_keeping_message(async);
 		ld->dev->ops->mem_free(ld->dev, *dst);
 		*dst = NULL;
 	}
 	if (rc == 0 && info)
 		ferry__info_from_header(&h, info);
 out:
+	ferry__member_close(&m);
 	ferry__load_close(ld, f);
 	return rc;
 }
@@ -120,8 +165,8 @@ static int new_array(ferry_ctx *ctx, const char *path, void *dst, int async, fer
 	return 0;
 }
 
-static int load_array(ferry_ctx *ctx, const char *path, void *dst, size_t dst_len, int async,
-		      ferry_array **out)
+static int load_array(ferry_ctx *ctx, const char *path, const char *key, void *dst,
+		      size_t dst_len, int async, ferry_array **out)
 {
 	ferry_array *a = NULL;
 	int rc = check_path(path);
@@ -129,7 +174,7 @@ static int load_array(ferry_ctx *ctx, const char *path, void *dst, size_t dst_le
 		rc = new_array(ctx, path, dst, async, &a);
 	if (rc < 0)
 		return rc;
-	rc = load_file(ctx, path, &a->data, dst_len, &a->info, async ? &a->ticket : NULL);
+	rc = load_file(ctx, path, key, &a->data, dst_len, &a->info, async ? &a->ticket : NULL);
 	if (rc < 0) {
 		array_free(a); /* which waits for any copy still in flight */
 		return ferry__fail_subject(rc, path);
@@ -138,36 +183,58 @@ static int load_array(ferry_ctx *ctx, const char *path, void *dst, size_t dst_le
 	return 0;
 }
 
+int ferry_load_member(ferry_ctx *ctx, const char *path, const char *key, ferry_array **out)
+{
+	return load_array(ctx, path, key, NULL, 0, 0, out);
+}
+
+int ferry_load_member_async(ferry_ctx *ctx, const char *path, const char *key, ferry_array **out)
+{
+	return load_array(ctx, path, key, NULL, 0, 1, out);
+}
+
 int ferry_load(ferry_ctx *ctx, const char *path, ferry_array **out)
 {
-	return load_array(ctx, path, NULL, 0, 0, out);
+	return ferry_load_member(ctx, path, NULL, out);
 }
 
 int ferry_load_async(ferry_ctx *ctx, const char *path, ferry_array **out)
 {
-	return load_array(ctx, path, NULL, 0, 1, out);
+	return ferry_load_member_async(ctx, path, NULL, out);
+}
+
+int ferry_load_member_into(ferry_ctx *ctx, const char *path, const char *key, void *dst,
+			   size_t dst_len, struct ferry_array_info *info)
+{
+	int rc = check_path(path);
+	if (rc < 0)
+		return rc;
+	if (!dst)
+		return ferry__fail(-EINVAL, "%s: destination is NULL", path);
+	return ferry__fail_subject(load_file(ctx, path, key, &dst, dst_len, info, NULL), path);
 }
 
 int ferry_load_into(ferry_ctx *ctx, const char *path, void *dst, size_t dst_len,
 		    struct ferry_array_info *info)
 {
-	int rc = check_path(path);
-	if (rc < 0)
-		return rc;
-	if (!dst)
-		return ferry__fail(-EINVAL, "%s: destination is NULL", path);
-	return ferry__fail_subject(load_file(ctx, path, &dst, dst_len, info, NULL), path);
+	return ferry_load_member_into(ctx, path, NULL, dst, dst_len, info);
 }
 
-int ferry_load_into_async(ferry_ctx *ctx, const char *path, void *dst, size_t dst_len,
-			  ferry_array **out)
+int ferry_load_member_into_async(ferry_ctx *ctx, const char *path, const char *key, void *dst,
+				 size_t dst_len, ferry_array **out)
 {
 	int rc = check_path(path);
 	if (rc < 0)
 		return rc;
 	if (!dst)
 		return ferry__fail(-EINVAL, "%s: destination is NULL", path);
-	return load_array(ctx, path, dst, dst_len, 1, out);
+	return load_array(ctx, path, key, dst, dst_len, 1, out);
+}
+
+int ferry_load_into_async(ferry_ctx *ctx, const char *path, void *dst, size_t dst_len,
+			  ferry_array **out)
+{
+	return ferry_load_member_into_async(ctx, path, NULL, dst, dst_len, out);
 }
 
 int ferry_array_wait(ferry_array *a)

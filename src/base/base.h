@@ -75,4 +75,20 @@ void ferry__byteswap(void *data, uint64_t count, size_t itemsize, int is_complex
 void ferry__fortran_to_c(void *dst, const void *src, int ndim, const int64_t *shape,
 			 size_t itemsize);
 
+/* ==== .npz members: CRC-32 and raw deflate ==== */
+
+/* Updates crc (0 to start) with len bytes at data: zip's CRC-32. */
+uint32_t ferry__crc32(uint32_t crc, const void *data, size_t len);
+/* The CRC-32 of A followed by B from crc1 = CRC(A), crc2 = CRC(B) and B's
+ * length: so that pieces checked out of order (staging chunks) make the whole's. */
+uint32_t ferry__crc32_combine(uint32_t crc1, uint32_t crc2, uint64_t len2);
+/* Inflates the raw deflate stream in[0..in_len) into exactly out_len bytes at
+ * out (all of in must be the stream). Returns 0, -FERRY_EFORMAT (corrupt, or
+ * another length) or -FERRY_EUNSUPPORTED (built without libdeflate), with a
+ * reason in why; -ENOMEM. */
+int ferry__inflate_raw(const void *in, size_t in_len, void *out, size_t out_len, char *why,
+		       size_t why_len);
+/* 1 when this build inflates (libdeflate), else 0. */
+int ferry__inflate_available(void);
+
 #endif

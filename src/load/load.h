@@ -61,6 +61,11 @@ struct ferry__load_opts {
 	 * the file. */
 	const unsigned char *head;
 	size_t head_len;
+	/* Non-NULL: gets the CRC-32 of the ranges' bytes in order (one contiguous
+	 * run), computed as each chunk passes through host staging. Callers must
+	 * not ask it of a backend whose staging is device memory: see
+	 * ferry__load_payload, which reads on the host then. */
+	uint32_t *crc;
 };
 
 /*
@@ -97,6 +102,54 @@ size_t ferry__head_len(const struct ferry__npy_header *h);
  * as for ferry__load_ranges. */
 int ferry__load_payload(const struct ferry__loader *ld, struct ferry__file *f, const struct ferry__npy_header *h,
 			void *dst, const struct ferry__load_opts *opts);
+
+/* Converts (in place, or through a copy for Fortran order) the raw payload
+ * that h describes, which lies in host memory, and copies it to dst on the
+ * device synchronously. Returns 0 or a negative code naming f. */
+int ferry__load_from_host(const struct ferry__loader *ld, struct ferry__file *f,
+			  const struct ferry__npy_header *h, void *raw, void *dst);
+
+/* ---- .npz archive members (npz.c) ---- */
+
+/* One member of an .npz archive, located and its .npy header parsed. */
+struct ferry__member {
+	const char *key;          /* as the caller named it (not owned) */
+	unsigned method;          /* FERRY__ZIP_STORED or FERRY__ZIP_DEFLATED */
+	uint32_t crc;             /* the central directory's CRC-32 */
+	uint64_t data_at;         /* where its data starts in the archive */
+	uint64_t csize, usize;    /* compressed and uncompressed sizes */
+	/* Its header. Stored: data_offset is the payload's offset in the
+	 * archive. Deflated: in inflated. */
+	struct ferry__npy_header h;
+	uint32_t head_crc;        /* stored: the CRC-32 of the header's bytes */
+	unsigned char *inflated;  /* deflated: the whole member, CRC checked */
+};
+
+/*
+ * Locates key's member in the archive f (numpy's key: the member's name, or
+ * its name without ".npy") through the zip directory, and parses its .npy
+ * header: a stored member's from the archive, a deflated one's after
+ * inflating it whole and checking its CRC-32. head (may be NULL) gets the
+ * header's first ferry__head_len bytes. Returns 0, -ENOENT (no such key: the
+ * message lists some), -FERRY_EFORMAT (not a zip archive, truncated,
+ * inconsistent sizes, a CRC mismatch, a member that is not a .npy) or
+ * -FERRY_EUNSUPPORTED (encrypted, multi-disk, another compression method),
+ * with a message naming the file and the member.
+ */
+int ferry__member_open(struct ferry__file *f, const char *key, struct ferry__member *m,
+		       unsigned char head[FERRY__HEAD_MAX]);
+/* Frees what ferry__member_open kept (the inflated bytes). */
+void ferry__member_close(struct ferry__member *m);
+/*
+ * Loads m's array into dst, as ferry__load_payload loads a .npy's: a stored
+ * member through staging from its offset in the archive, its CRC-32 (header
+ * bytes and payload) checked as the bytes pass through host memory (on the
+ * host where staging is device memory); a deflated one converted and copied
+ * from its inflated bytes. -FERRY_EFORMAT on a CRC mismatch (an async load's
+ * copies may then be in flight on opts->async: the caller waits for them).
+ */
+int ferry__member_load(const struct ferry__loader *ld, struct ferry__file *f,
+		       const struct ferry__member *m, void *dst, const struct ferry__load_opts *opts);
 
 /* Fills ferry_array_info from a parsed header. */
 void ferry__info_from_header(const struct ferry__npy_header *h, struct ferry_array_info *out);

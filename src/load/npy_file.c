@@ -17,6 +17,9 @@ static int parse_prefix(struct ferry__file *f, const void *buf, size_t got,
 {
 	char why[160];
 	int64_t need = ferry__npy_header_length(buf, got, why, sizeof(why));
+	if (need < 0 && got >= 4 && (!memcmp(buf, "PK\3\4", 4) || !memcmp(buf, "PK\5\6", 4)))
+		return ferry__fail((int)need, "%s: a zip archive (.npz), not a .npy: name one of its "
+				   "members (ferry_load_member, FILE.npz:KEY, key=)", f->path);
 	if (need < 0)
 		return ferry__fail((int)need, "%s: %s", f->path, why);
 	if ((uint64_t)need > got)
@@ -96,31 +99,41 @@ static void convert_on_host(const struct ferry__npy_header *h, void *raw, void *
 		ferry__fortran_to_c(ordered, raw, h->ndim, h->shape, h->itemsize);
 }
 
-/* Big-endian or Fortran-order payloads on a device that cannot convert them:
- * read from the same open file on the host, convert, copy over. */
-static int load_converted(const struct ferry__loader *ld, struct ferry__file *f, const struct ferry__npy_header *h,
-			  void *dst)
+int ferry__load_from_host(const struct ferry__loader *ld, struct ferry__file *f,
+			  const struct ferry__npy_header *h, void *raw, void *dst)
 {
-	int rc = -ENOMEM;
-	char *raw = malloc(h->data_size), *ordered = NULL;
-	if (!raw || (!layout_is_c(h) && !(ordered = malloc(h->data_size)))) {
-		ferry__fail(rc, "%s: out of memory converting %llu bytes", f->path,
-			    (unsigned long long)h->data_size);
-		goto out;
-	}
-	rc = ferry__io_read_host(f, raw, h->data_size, h->data_offset, NULL);
-	if (rc == 0)
-		rc = ferry__io_check_unchanged(f);
-	if (rc < 0)
-		goto out;
+	char *ordered = NULL;
+	if (!layout_is_c(h) && !(ordered = malloc(h->data_size)))
+		return ferry__fail(-ENOMEM, "%s: out of memory converting %llu bytes", f->path,
+				   (unsigned long long)h->data_size);
 	convert_on_host(h, raw, ordered);
-	rc = ld->dev->ops->copy_sync(ld->dev, dst, ordered ? ordered : raw, h->data_size,
-				      FERRY__H2D);
+	int rc = ld->dev->ops->copy_sync(ld->dev, dst, ordered ? ordered : raw, h->data_size,
+					 FERRY__H2D);
 	if (rc < 0)
 		ferry__fail(rc, "%s: copy to the device failed: %s", f->path, ferry_strerror(rc));
-out:
-	free(raw);
 	free(ordered);
+	return rc;
+}
+
+/* Payloads the host reads: big-endian or Fortran order on a device that cannot
+ * convert them, and archive members whose CRC-32 the host must compute where
+ * staging is device memory. Read from the same open file, converted, copied
+ * over. */
+static int load_on_host(const struct ferry__loader *ld, struct ferry__file *f,
+			const struct ferry__npy_header *h, void *dst, uint32_t *crc)
+{
+	char *raw = malloc(h->data_size);
+	if (!raw)
+		return ferry__fail(-ENOMEM, "%s: out of memory converting %llu bytes", f->path,
+				   (unsigned long long)h->data_size);
+	int rc = ferry__io_read_host(f, raw, h->data_size, h->data_offset, NULL);
+	if (rc == 0)
+		rc = ferry__io_check_unchanged(f);
+	if (rc == 0 && crc)
+		*crc = ferry__crc32(0, raw, h->data_size); /* before a conversion changes it */
+	if (rc == 0)
+		rc = ferry__load_from_host(ld, f, h, raw, dst);
+	free(raw);
 	return rc;
 }
 
@@ -216,16 +229,21 @@ static int load_on_device(const struct ferry__loader *ld, struct ferry__file *f,
 int ferry__load_payload(const struct ferry__loader *ld, struct ferry__file *f, const struct ferry__npy_header *h,
 			void *dst, const struct ferry__load_opts *opts)
 {
-	if (h->data_size == 0)
+	if (h->data_size == 0) {
+		if (opts->crc)
+			*opts->crc = 0;
 		return ferry__io_check_unchanged(f);
-	if (h->swap || !layout_is_c(h)) {
-		if (device_converts(ld, h, dst))
+	}
+	/* A CRC needs the bytes in host memory: device staging (cuFile) cannot give it. */
+	int host_crc = opts->crc && ld->io_ops->placement != FERRY__STAGE_PINNED;
+	if (h->swap || !layout_is_c(h) || host_crc) {
+		if (!host_crc && device_converts(ld, h, dst))
 			return load_on_device(ld, f, h, dst, opts);
 		if (opts->stats) {
 			opts->stats->bytes_read += h->data_size;
 			opts->stats->reads++;
 		}
-		return load_converted(ld, f, h, dst);
+		return load_on_host(ld, f, h, dst, opts->crc);
 	}
 	struct ferry__range range = { .offset = h->data_offset, .len = h->data_size, .dst = dst };
 	return ferry__load_ranges(ld, f, &range, 1, opts);

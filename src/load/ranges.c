@@ -41,6 +41,7 @@ struct load_job {
 	struct ferry__ticket *ticket;   /* the caller's, or the load's own */
 	const struct ferry__load_opts *opts;
 	uint64_t bytes_read, reads;
+	uint32_t *crcs;    /* opts->crc: each read's CRC-32 of its copies' bytes */
 };
 
 static uint64_t align_down(uint64_t v)
@@ -195,6 +196,31 @@ static int check_head(struct load_job *job, const struct planned_read *r, const 
 			   "one the load was planned from", job->f->path);
 }
 
+/* The CRC-32 of the bytes read r's copies take out of data, in order. */
+static void crc_read(struct load_job *job, const struct planned_read *r, const char *data)
+{
+	uint32_t crc = 0;
+	for (unsigned i = 0; i < r->n; i++) {
+		const struct ferry__copy *c = &job->plan->copies[r->first + i];
+		crc = ferry__crc32(crc, data + c->src_offset, c->len);
+	}
+	job->crcs[r - job->plan->reads] = crc;
+}
+
+/* The CRC-32 of every copy's bytes, in plan order, from the reads' own. */
+static uint32_t combine_crcs(const struct load_job *job)
+{
+	const struct plan *p = job->plan;
+	uint32_t crc = 0;
+	for (unsigned i = 0; i < p->nreads; i++) {
+		uint64_t len = 0;
+		for (unsigned k = 0; k < p->reads[i].n; k++)
+			len += p->copies[p->reads[i].first + k].len;
+		crc = ferry__crc32_combine(crc, job->crcs[i], len);
+	}
+	return crc;
+}
+
 static void count_reads(struct load_job *job, unsigned first, unsigned n)
 {
 	__atomic_fetch_add(&job->reads, n, __ATOMIC_RELAXED);
@@ -219,6 +245,8 @@ static int read_and_queue(struct load_job *job, const struct planned_read *r,
 		if ((rc = check_read(job, &r[handed], reqs[handed].result)) < 0 ||
 		    (rc = check_head(job, &r[handed], bufs[handed]->data)) < 0)
 			break;
+		if (job->crcs) /* before the queue ends the lease */
+			crc_read(job, &r[handed], bufs[handed]->data);
 		rc = ferry__staging_queue(stg, bufs[handed], &job->plan->copies[r[handed].first],
 					  r[handed].n, job->ticket);
 		handed++; /* queued, or returned to the pool by a refused queue */
@@ -310,11 +338,19 @@ int ferry__load_ranges(const struct ferry__loader *ld, struct ferry__file *f,
 	int rc = make_plan(ranges, n, ferry__staging_chunk_size(ticket->stg), f->path, &plan);
 	if (rc < 0 || plan.nreads == 0) {
 		free_plan(&plan);
+		if (opts->crc)
+			*opts->crc = 0;
 		return rc < 0 ? rc : ferry__io_check_unchanged(f);
 	}
 	struct load_job job = { .ld = ld, .f = f, .plan = &plan, .ticket = ticket, .opts = opts };
+	if (opts->crc && !(job.crcs = calloc(plan.nreads, sizeof(*job.crcs)))) {
+		free_plan(&plan);
+		return ferry__fail(-ENOMEM, "%s: out of memory planning reads", f->path);
+	}
 	pthread_mutex_init(&job.lock, NULL);
 	run_plan(&job, opts->parallel);
+	if (job.crcs && !job.error)
+		*opts->crc = combine_crcs(&job);
 	int wait_rc = finish_copies(&job, opts->async != NULL);
 	if (job.error)
 		rc = job.message ? ferry__fail(job.error, "%s", job.message) : job.error;
@@ -326,6 +362,7 @@ int ferry__load_ranges(const struct ferry__loader *ld, struct ferry__file *f,
 	}
 	pthread_mutex_destroy(&job.lock);
 	free(job.message);
+	free(job.crcs);
 	free_plan(&plan);
 	return ferry__fail_subject(rc, f->path);
 }

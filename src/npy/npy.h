@@ -77,4 +77,92 @@ int ferry__npy_check_size(const struct ferry__npy_header *h, uint64_t file_size,
 int ferry__npy_write_header(void *buf, size_t cap, enum ferry_dtype dtype, char byteorder,
 			    int fortran_order, int ndim, const int64_t *shape, int major);
 
+/* ==== zip archives (.npz): numpy's savez and savez_compressed ==== */
+/*
+ * An .npz is a zip archive of .npy members. These functions parse its records
+ * from bytes (no IO): the end of central directory record (with the zip64
+ * locator and record), central directory entries (with zip64 extra fields)
+ * and local headers. Offsets and sizes are the archive's; nothing here trusts
+ * them against the file: the caller checks them against its size.
+ */
+
+/* The end of central directory record parsed: where the directory lies. */
+struct ferry__zip_end {
+	uint64_t cd_offset;   /* of the central directory */
+	uint64_t cd_size;     /* its bytes */
+	uint64_t entries;     /* its entries */
+	uint64_t record_at;   /* where the end record starts (the directory ends at or before it) */
+	int zip64;            /* 1: the values above need the zip64 record at zip64_at */
+	uint64_t zip64_at;
+};
+
+/* Bytes of the end record without its comment, of the zip64 locator and of
+ * the zip64 end record (without its extensible data). */
+#define FERRY__ZIP_END_LEN 22
+#define FERRY__ZIP64_LOCATOR_LEN 20
+#define FERRY__ZIP64_END_LEN 56
+/* The tail of a file that holds any end record: comment of up to 64 KiB, locator. */
+#define FERRY__ZIP_TAIL_MAX (FERRY__ZIP_END_LEN + 65535 + FERRY__ZIP64_LOCATOR_LEN)
+/* A local header's fixed part. */
+#define FERRY__ZIP_LOCAL_LEN 30
+
+/*
+ * Finds the end record in tail, the last tail_len bytes of a file of
+ * file_size bytes: the last signature whose comment ends the file exactly.
+ * With a zip64 locator before it, out->zip64 is set and out->zip64_at says
+ * where the zip64 end record is, to parse with ferry__zip_parse_end64.
+ * Returns 0, -FERRY_EFORMAT (no record: not a zip archive, or truncated) or
+ * -FERRY_EUNSUPPORTED (a multi-disk archive), with a reason in why.
+ */
+int ferry__zip_find_end(const void *tail, size_t tail_len, uint64_t file_size,
+			struct ferry__zip_end *out, char *why, size_t why_len);
+
+/* Parses the zip64 end record (FERRY__ZIP64_END_LEN bytes at end->zip64_at)
+ * into end. Returns 0, -FERRY_EFORMAT or -FERRY_EUNSUPPORTED (multi-disk). */
+int ferry__zip_parse_end64(const void *bytes, size_t len, struct ferry__zip_end *end, char *why,
+			   size_t why_len);
+
+/* One central directory entry. */
+struct ferry__zip_entry {
+	const char *name;     /* into the directory's bytes, not NUL-terminated */
+	size_t name_len;
+	unsigned flags;       /* general purpose bits: 0 encrypted, 3 data descriptor */
+	unsigned method;      /* 0 stored, 8 deflated, ... */
+	uint32_t crc;         /* CRC-32 of the uncompressed bytes */
+	uint64_t csize, usize; /* compressed and uncompressed sizes (zip64 where given) */
+	uint64_t local_offset; /* of its local header */
+};
+
+/* Flag bits and methods ferry knows. */
+#define FERRY__ZIP_FLAG_ENCRYPTED 0x0001u
+#define FERRY__ZIP_FLAG_STRONG 0x0040u      /* strong encryption */
+#define FERRY__ZIP_FLAG_DESCRIPTOR 0x0008u  /* sizes and CRC follow the data */
+#define FERRY__ZIP_STORED 0
+#define FERRY__ZIP_DEFLATED 8
+
+/*
+ * Parses the entry at *pos of the central directory cd[0..len) and moves *pos
+ * past it. Returns 1 with out filled, 0 when *pos is at the end of cd, or
+ * -FERRY_EFORMAT (a bad signature, an entry running past the directory, a
+ * zip64 extra field lacking a value the entry defers to it) or
+ * -FERRY_EUNSUPPORTED (the member starts on another disk), with a reason.
+ */
+int ferry__zip_next_entry(const void *cd, size_t len, size_t *pos, struct ferry__zip_entry *out,
+			  char *why, size_t why_len);
+
+/*
+ * Checks the local header of entry e (bytes: at least FERRY__ZIP_LOCAL_LEN,
+ * read at e->local_offset; its name follows when len allows) and gives where
+ * the member's data starts relative to the local header: 30 + its name and
+ * extra lengths (the local header's own, which differ from the central
+ * directory's). Returns 0, or -FERRY_EFORMAT (bad signature, a name that is
+ * not the entry's) with a reason.
+ */
+int ferry__zip_local_data(const void *bytes, size_t len, const struct ferry__zip_entry *e,
+			  uint64_t *data_at, char *why, size_t why_len);
+
+/* Whether entry e is the member numpy calls key: its name is key, or key
+ * followed by ".npy". Returns 2 for the exact name, 1 for key + ".npy", 0 for neither. */
+int ferry__zip_entry_is(const struct ferry__zip_entry *e, const char *key);
+
 #endif

@@ -1,0 +1,294 @@
+/*
+ * .npz archive members (load.h): located through the zip directory, read
+ * through the one open file. A stored member's payload goes through staging
+ * like a .npy's, at its offset in the archive, its CRC-32 computed as the
+ * chunks pass through host staging; a deflated one is read whole, inflated on
+ * the CPU and checked before anything reaches the device. docs/design.md,
+ * ".npz archives".
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "io/io.h"
+#include "load/load.h"
+#include "npy/npy.h"
+
+/* A central directory larger than this is refused as corrupt: numpy writes
+ * about 100 bytes a member. */
+#define CD_MAX ((uint64_t)256 << 20)
+/* Deflate expands at most about 1032:1; a directory claiming more lies. */
+#define DEFLATE_RATIO_MAX 1040
+/* Members named in a missing-key message. */
+#define KEYS_LISTED 5
+
+static int member_fail(int rc, struct ferry__file *f, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* "PATH: member 'KEY': reason". */
+static int member_fail(int rc, struct ferry__file *f, const char *key, const char *fmt, ...)
+{
+	char why[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	return ferry__fail(rc, "%s: member '%s': %s", f->path, key, why);
+}
+
+static int archive_fail(int rc, struct ferry__file *f, const char *why)
+{
+	return ferry__fail(rc, "%s: not a readable .npz archive: %s", f->path, why);
+}
+
+/* The end record (and the zip64 one): where the directory is, checked against the file. */
+static int read_end(struct ferry__file *f, struct ferry__zip_end *end)
+{
+	char why[200];
+	size_t tail_len = f->size < FERRY__ZIP_TAIL_MAX ? (size_t)f->size : FERRY__ZIP_TAIL_MAX;
+	unsigned char *tail = malloc(tail_len ? tail_len : 1);
+	if (!tail)
+		return ferry__fail(-ENOMEM, "%s: out of memory reading the zip directory", f->path);
+	int rc = ferry__io_read_host(f, tail, tail_len, f->size - tail_len, NULL);
+	if (rc == 0 && (rc = ferry__zip_find_end(tail, tail_len, f->size, end, why, sizeof(why))) < 0)
+		archive_fail(rc, f, why);
+	free(tail);
+	uint64_t dir_end = end->record_at;
+	if (rc == 0 && end->zip64) {
+		unsigned char rec[FERRY__ZIP64_END_LEN];
+		if (end->zip64_at > end->record_at || end->record_at - end->zip64_at < sizeof(rec))
+			return archive_fail(-FERRY_EFORMAT, f, "the zip64 locator points past its record");
+		if ((rc = ferry__io_read_host(f, rec, sizeof(rec), end->zip64_at, NULL)) < 0)
+			return rc;
+		if ((rc = ferry__zip_parse_end64(rec, sizeof(rec), end, why, sizeof(why))) < 0)
+			return archive_fail(rc, f, why);
+		dir_end = end->zip64_at;
+	}
+	if (rc == 0 && (end->cd_offset > dir_end || end->cd_size > dir_end - end->cd_offset))
+		return archive_fail(-FERRY_EFORMAT, f, "the central directory runs past its end "
+				    "record (a truncated or inconsistent archive)");
+	if (rc == 0 && end->cd_size > CD_MAX)
+		return archive_fail(-FERRY_EFORMAT, f, "a central directory over 256 MiB");
+	return rc;
+}
+
+/* Appends "'name'" (without .npy, as numpy names keys) to list. */
+static void list_key(char *list, size_t cap, const struct ferry__zip_entry *e, unsigned n)
+{
+	size_t used = strlen(list), len = e->name_len;
+	if (len >= 4 && !memcmp(e->name + len - 4, ".npy", 4))
+		len -= 4;
+	if (n < KEYS_LISTED)
+		snprintf(list + used, cap - used, "%s'%.*s'", n ? ", " : "", (int)(len < 100 ? len : 100),
+			 e->name);
+	else if (n == KEYS_LISTED)
+		snprintf(list + used, cap - used, ", ...");
+}
+
+/* Finds key's entry in the directory cd: the exact name wins over key.npy. */
+static int find_entry(struct ferry__file *f, const char *key, const unsigned char *cd,
+		      size_t cd_len, struct ferry__zip_entry *out)
+{
+	char why[200], keys[700] = "";
+	struct ferry__zip_entry e;
+	size_t pos = 0;
+	unsigned n = 0;
+	int best = 0, rc;
+	while ((rc = ferry__zip_next_entry(cd, cd_len, &pos, &e, why, sizeof(why))) == 1) {
+		int match = ferry__zip_entry_is(&e, key);
+		if (match > best) {
+			best = match;
+			*out = e;
+		}
+		list_key(keys, sizeof(keys), &e, n++);
+	}
+	if (rc < 0)
+		return archive_fail(rc, f, why);
+	if (!best)
+		return member_fail(-ENOENT, f, key, "no such member; the archive holds %u: %s", n,
+				   n ? keys : "none");
+	return 0;
+}
+
+/* What ferry can read of entry e: its flags, method and sizes. */
+static int check_entry(struct ferry__file *f, const char *key, const struct ferry__zip_entry *e,
+		       uint64_t cd_offset)
+{
+	if (e->flags & (FERRY__ZIP_FLAG_ENCRYPTED | FERRY__ZIP_FLAG_STRONG))
+		return member_fail(-FERRY_EUNSUPPORTED, f, key, "encrypted (ferry reads plain members)");
+	if (e->method != FERRY__ZIP_STORED && e->method != FERRY__ZIP_DEFLATED)
+		return member_fail(-FERRY_EUNSUPPORTED, f, key,
+				   "compression method %u (ferry reads stored (0) and deflated (8) "
+				   "members)", e->method);
+	if (e->method == FERRY__ZIP_STORED && e->csize != e->usize)
+		return member_fail(-FERRY_EFORMAT, f, key, "stored, but its sizes differ (%" PRIu64
+				   " compressed, %" PRIu64 ")", e->csize, e->usize);
+	if (e->method == FERRY__ZIP_DEFLATED && e->usize / DEFLATE_RATIO_MAX > e->csize)
+		return member_fail(-FERRY_EFORMAT, f, key, "%" PRIu64 " bytes cannot inflate to %"
+				   PRIu64, e->csize, e->usize);
+	if (e->local_offset >= cd_offset)
+		return member_fail(-FERRY_EFORMAT, f, key, "its local header lies past the directory");
+	return 0;
+}
+
+/* Reads e's local header and sets m->data_at; the data must end before the directory. */
+static int locate_data(struct ferry__file *f, const char *key, const struct ferry__zip_entry *e,
+		       uint64_t cd_offset, struct ferry__member *m)
+{
+	char why[200];
+	uint64_t data_at, room = cd_offset - e->local_offset;
+	size_t want = FERRY__ZIP_LOCAL_LEN + e->name_len;
+	if (want > room)
+		return member_fail(-FERRY_EFORMAT, f, key, "its local header runs into the directory");
+	unsigned char *local = malloc(want);
+	if (!local)
+		return ferry__fail(-ENOMEM, "%s: out of memory reading a local header", f->path);
+	int rc = ferry__io_read_host(f, local, want, e->local_offset, NULL);
+	if (rc == 0 && (rc = ferry__zip_local_data(local, want, e, &data_at, why, sizeof(why))) < 0)
+		member_fail(rc, f, key, "%s", why);
+	free(local);
+	if (rc < 0)
+		return rc;
+	if (data_at > room || e->csize > room - data_at)
+		return member_fail(-FERRY_EFORMAT, f, key, "its data runs past the central directory "
+				   "(a truncated archive, or inconsistent sizes)");
+	m->data_at = e->local_offset + data_at;
+	return 0;
+}
+
+/* Locates key's data in the archive: method, sizes, CRC and offset into m. */
+static int locate_member(struct ferry__file *f, const char *key, struct ferry__member *m)
+{
+	struct ferry__zip_end end;
+	struct ferry__zip_entry e;
+	int rc = read_end(f, &end);
+	if (rc < 0)
+		return rc;
+	unsigned char *cd = malloc(end.cd_size ? end.cd_size : 1);
+	if (!cd)
+		return ferry__fail(-ENOMEM, "%s: out of memory reading the zip directory", f->path);
+	rc = ferry__io_read_host(f, cd, end.cd_size, end.cd_offset, NULL);
+	if (rc == 0)
+		rc = find_entry(f, key, cd, end.cd_size, &e);
+	if (rc == 0)
+		rc = check_entry(f, key, &e, end.cd_offset);
+	if (rc == 0 && (rc = locate_data(f, key, &e, end.cd_offset, m)) == 0) {
+		m->method = e.method;
+		m->crc = e.crc;
+		m->csize = e.csize;
+		m->usize = e.usize;
+	}
+	free(cd);
+	return rc;
+}
+
+/* Parses the .npy header at the start of a member's bytes (have of them). */
+static int parse_member_header(struct ferry__file *f, struct ferry__member *m,
+			       const unsigned char *bytes, size_t have)
+{
+	char why[200];
+	int64_t need = ferry__npy_header_length(bytes, have, why, sizeof(why));
+	if (need >= 0 && (uint64_t)need > have)
+		return member_fail(-FERRY_EFORMAT, f, m->key, "its .npy header runs past the member");
+	int rc = need < 0 ? (int)need : ferry__npy_parse(bytes, have, &m->h, why, sizeof(why));
+	if (rc == 0)
+		rc = ferry__npy_check_size(&m->h, m->usize, why, sizeof(why));
+	return rc < 0 ? member_fail(rc, f, m->key, "%s", why) : 0;
+}
+
+/* A stored member's header, read through f; its payload offset made the archive's. */
+static int stored_header(struct ferry__file *f, struct ferry__member *m, unsigned char *head)
+{
+	size_t have = m->usize < FERRY__NPY_PREFIX_MAX + FERRY__NPY_MAX_HEADER
+			      ? (size_t)m->usize : FERRY__NPY_PREFIX_MAX + FERRY__NPY_MAX_HEADER;
+	unsigned char *bytes = malloc(have ? have : 1);
+	if (!bytes)
+		return ferry__fail(-ENOMEM, "%s: out of memory reading a header", f->path);
+	int rc = ferry__io_read_host(f, bytes, have, m->data_at, NULL);
+	if (rc == 0)
+		rc = parse_member_header(f, m, bytes, have);
+	if (rc == 0) {
+		m->head_crc = ferry__crc32(0, bytes, (size_t)m->h.data_offset);
+		if (head)
+			memcpy(head, bytes, ferry__head_len(&m->h));
+		m->h.data_offset += m->data_at;
+	}
+	free(bytes);
+	return rc;
+}
+
+static int check_crc(struct ferry__file *f, const struct ferry__member *m, uint32_t crc)
+{
+	if (crc == m->crc)
+		return 0;
+	return member_fail(-FERRY_EFORMAT, f, m->key, "CRC-32 mismatch: the archive says %08" PRIx32
+			   ", the data is %08" PRIx32 " (a corrupt archive)", m->crc, crc);
+}
+
+/* A deflated member: read whole, inflated, checked, its header parsed. */
+static int inflate_member(struct ferry__file *f, struct ferry__member *m)
+{
+	char why[200];
+	unsigned char *packed = malloc(m->csize ? m->csize : 1);
+	m->inflated = malloc(m->usize ? m->usize : 1);
+	if (!packed || !m->inflated) {
+		free(packed);
+		return member_fail(-ENOMEM, f, m->key, "out of memory inflating %" PRIu64 " bytes",
+				   m->usize);
+	}
+	int rc = ferry__io_read_host(f, packed, m->csize, m->data_at, NULL);
+	if (rc == 0 && (rc = ferry__inflate_raw(packed, m->csize, m->inflated, m->usize, why,
+						sizeof(why))) < 0)
+		member_fail(rc, f, m->key, "%s", why);
+	free(packed);
+	if (rc == 0)
+		rc = check_crc(f, m, ferry__crc32(0, m->inflated, m->usize));
+	if (rc == 0)
+		rc = parse_member_header(f, m, m->inflated, m->usize);
+	return rc;
+}
+
+int ferry__member_open(struct ferry__file *f, const char *key, struct ferry__member *m,
+		       unsigned char head[FERRY__HEAD_MAX])
+{
+	*m = (struct ferry__member){ .key = key };
+	int rc = locate_member(f, key, m);
+	if (rc == 0 && m->method == FERRY__ZIP_STORED)
+		rc = stored_header(f, m, head);
+	else if (rc == 0)
+		rc = inflate_member(f, m);
+	if (rc == 0 && head && m->inflated)
+		memcpy(head, m->inflated, ferry__head_len(&m->h));
+	if (rc < 0)
+		ferry__member_close(m);
+	return rc;
+}
+
+void ferry__member_close(struct ferry__member *m)
+{
+	free(m->inflated);
+	m->inflated = NULL;
+}
+
+int ferry__member_load(const struct ferry__loader *ld, struct ferry__file *f,
+		       const struct ferry__member *m, void *dst, const struct ferry__load_opts *opts)
+{
+	if (m->inflated) {
+		int rc = ferry__io_check_unchanged(f);
+		if (rc == 0)
+			rc = ferry__load_from_host(ld, f, &m->h, m->inflated + m->h.data_offset, dst);
+		return rc;
+	}
+	uint32_t crc = 0;
+	struct ferry__load_opts o = *opts;
+	o.crc = &crc;
+	o.head = NULL; /* offset 0 is the archive's first local header, not this header */
+	int rc = ferry__load_payload(ld, f, &m->h, dst, &o);
+	if (rc == 0)
+		rc = check_crc(f, m, ferry__crc32_combine(m->head_crc, crc, m->h.data_size));
+	return rc;
+}

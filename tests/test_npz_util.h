@@ -1,0 +1,111 @@
+/*
+ * What the .npz tests share: tests/npz_cases.py run by the interpreter
+ * run.sh names ($PYTHON; the test skips without numpy), and its manifest
+ * read into cases. Header-only, as test_reader_util.h is.
+ */
+#ifndef FERRY_TEST_NPZ_UTIL_H
+#define FERRY_TEST_NPZ_UTIL_H
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "test_reader_util.h"
+
+#define TN_MAX_CASES 256
+
+struct tn_case {
+	int ok;
+	char archive[1024], key[128];
+	char expected[1100];       /* ok: the bytes np.load gives, native C order */
+	char dtype[32];
+	int ndim, fortran;
+	int64_t shape[FERRY_MAX_DIMS];
+	int code;                  /* err: the negative code */
+	char text[256];            /* err: what the message says */
+};
+
+static inline int tn_code(const char *name)
+{
+	if (!strcmp(name, "EFORMAT"))
+		return -FERRY_EFORMAT;
+	if (!strcmp(name, "EUNSUPPORTED"))
+		return -FERRY_EUNSUPPORTED;
+	if (!strcmp(name, "ENOENT"))
+		return -ENOENT;
+	T_FAIL("unknown code %s in the manifest", name);
+}
+
+static inline void tn_parse_shape(struct tn_case *c, const char *text)
+{
+	char *end;
+	for (int d = 0; d < c->ndim; d++, text = end + (*end == ',')) {
+		c->shape[d] = strtoll(text, &end, 10);
+		T_ASSERT(end != text);
+	}
+}
+
+static inline void tn_parse_line(char *line, struct tn_case *c)
+{
+	char *f[9] = { 0 };
+	int n = 0;
+	for (char *save, *tok = strtok_r(line, "\t\n", &save); tok && n < 9;
+	     tok = strtok_r(NULL, "\t\n", &save))
+		f[n++] = tok;
+	T_ASSERT(n >= 4);
+	memset(c, 0, sizeof(*c));
+	c->ok = !strcmp(f[0], "ok");
+	snprintf(c->archive, sizeof(c->archive), "%s", f[1]);
+	snprintf(c->key, sizeof(c->key), "%s", f[2]);
+	if (!c->ok) {
+		c->code = tn_code(f[3]);
+		snprintf(c->text, sizeof(c->text), "%s", n > 4 ? f[4] : "");
+		return;
+	}
+	T_ASSERT(n == 8);
+	snprintf(c->expected, sizeof(c->expected), "%s", f[3]);
+	snprintf(c->dtype, sizeof(c->dtype), "%s", f[4]);
+	c->ndim = atoi(f[5]);
+	tn_parse_shape(c, f[6]);
+	c->fortran = atoi(f[7]);
+}
+
+/* Writes the archives into a fresh directory and reads the manifest. Returns
+ * the number of cases; *dir gets the directory. */
+static inline unsigned tn_make_cases(struct tn_case *cases, char **dir)
+{
+	const char *py = getenv("PYTHON") ? getenv("PYTHON") : "python3";
+	char cmd[4096], line[4096];
+	*dir = t_tmpdir();
+	snprintf(cmd, sizeof(cmd), "'%s' tests/npz_cases.py '%s'", py, *dir);
+	int rc = system(cmd);
+	if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 77)
+		T_SKIP("numpy is not installed for %s", py);
+	if (rc != 0)
+		T_FAIL("%s failed (%d)", cmd, rc);
+	snprintf(cmd, sizeof(cmd), "%s/manifest.tsv", *dir);
+	FILE *m = fopen(cmd, "r");
+	T_ASSERT(m);
+	unsigned n = 0;
+	while (n < TN_MAX_CASES && fgets(line, sizeof(line), m))
+		tn_parse_line(line, &cases[n++]);
+	fclose(m);
+	T_ASSERT(n > 0);
+	return n;
+}
+
+/* The expected bytes of c (malloc'd), and their count. */
+static inline void *tn_expected(const struct tn_case *c, uint64_t *nbytes)
+{
+	FILE *f = fopen(c->expected, "rb");
+	struct stat st;
+	T_ASSERT(f && stat(c->expected, &st) == 0);
+	void *buf = malloc((size_t)st.st_size + 1);
+	T_ASSERT(buf);
+	T_EQ(fread(buf, 1, (size_t)st.st_size, f), st.st_size);
+	fclose(f);
+	*nbytes = (uint64_t)st.st_size;
+	return buf;
+}
+
+#endif
