@@ -95,6 +95,13 @@ int ferry_cli_parse_uint(const char *option, const char *text, uint64_t lo, uint
  * "surrogateescape", so os.fsencode(json.loads(...)) gives back the bytes). */
 void ferry_cli_json_string(FILE *out, const char *s);
 
+/* FILE.npz:KEY names member KEY of an .npz archive (numpy's key: the member's
+ * name without .npy): sets *path to a malloc'd copy of FILE.npz and *key into
+ * arg; any other arg is a plain file (*key NULL). The split is at the last
+ * ".npz:", so a key may hold ':' and a directory may end in .npz. Returns 0
+ * or -1 when out of memory. */
+int ferry_cli_member_arg(const char *arg, char **path, const char **key);
+
 /* Returns the dtype numpy names name ("float32"), or FERRY_DTYPE_INVALID. */
 enum ferry_dtype ferry_cli_dtype_by_name(const char *name);
 

@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 #include "base/base.h"
@@ -14,6 +15,11 @@ static const char info_help[] =
 	"whether the file's byte order differs from the host's (byteswapped), where the\n"
 	"payload starts and how many bytes it holds. The payload must fill the rest of\n"
 	"the file exactly.\n"
+	"\n"
+	"FILE.npz:KEY names the member KEY of an .npz archive (np.savez, savez_compressed;\n"
+	"KEY as numpy names it: the member's name without .npy). Its data offset is in\n"
+	"the archive for a stored member, in the inflated member for a deflated one (which\n"
+	"is inflated, and its CRC-32 checked, to read the header).\n"
 	"\n"
 	"  --json   one JSON object per line instead, with the keys path, version,\n"
 	"           dtype, shape (an array), fortran_order, byteswapped, data_offset,\n"
@@ -83,8 +89,13 @@ int ferry_cli_info(int argc, char **argv)
 		struct ferry_array_info info;
 		int rc;
 
+		char *path;
+		const char *key;
 		ferry__clear_error();
-		rc = ferry_info(argv[i], &info);
+		if (ferry_cli_member_arg(argv[i], &path, &key) < 0)
+			return ferry_cli_fail("info: out of memory");
+		rc = ferry_info_member(path, key, &info);
+		free(path);
 		if (rc < 0) {
 			status = ferry_cli_error(argv[i], rc);
 			continue;

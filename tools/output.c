@@ -181,3 +181,13 @@ void ferry_cli_progress_end(struct ferry_cli_progress *p)
 		fputs("\r\033[K", stderr);
 	p->shown = 0;
 }
+
+int ferry_cli_member_arg(const char *arg, char **path, const char **key)
+{
+	const char *split = NULL;
+	for (const char *at = strstr(arg, ".npz:"); at; at = strstr(at + 1, ".npz:"))
+		split = at;
+	*key = split ? split + 5 : NULL;
+	*path = split ? strndup(arg, (size_t)(split + 4 - arg)) : strdup(arg);
+	return *path ? 0 : -1;
+}
