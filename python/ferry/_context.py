@@ -193,7 +193,7 @@ class Context:
         lib.ferry_ctx_describe(ptr, buf, n + 1)
         return buf.value.decode("utf-8", "replace")
 
-    def load(self, path: _check.PathLike, stream: Any = None) -> Any:
+    def load(self, path: _check.PathLike, stream: Any = None, key: Optional[str] = None) -> Any:
         """Loads the .npy file at path into new memory of this context's
         device, in C order and native byte order, and returns it: a numpy array
         viewing ferry's memory on the host device (when numpy is importable),
@@ -213,26 +213,33 @@ class Context:
         str, bytes or os.PathLike, ValueError("embedded null byte") for a path
         with a NUL byte (as open() raises), TypeError or ValueError for a bad
         stream.
+
+        key names a member of an .npz archive at path (np.savez,
+        np.savez_compressed) as numpy does: np.load(path)[key]. Stored members
+        are read like a .npy, deflated ones inflated on the CPU; every
+        member's CRC-32 is checked. None: path is a .npy.
         """
         stream = _stream_number(stream)
-        pending = self._start(path, None, stream)
+        pending = self._start(path, None, stream, key)
         pending._ready(stream)
         return pending._result()
 
-    def load_async(self, path: _check.PathLike, stream: Any = None) -> "AsyncLoad":
+    def load_async(self, path: _check.PathLike, stream: Any = None,
+                   key: Optional[str] = None) -> "AsyncLoad":
         """Starts loading the .npy file at path into new memory and returns an
         AsyncLoad as soon as the file is read and its copies are queued (the
         copies to the device may still run), so that the next file's reads
         overlap them. With a stream (as for load; CUDA only), that stream is
         made to wait for the copies on the device, and the AsyncLoad's array
         is ready on it at once; in any case AsyncLoad.wait() waits on the host
-        and returns the result. Errors as for load."""
+        and returns the result. Errors and key as for load."""
         stream = _stream_number(stream)
-        pending = self._start(path, None, stream)
+        pending = self._start(path, None, stream, key)
         pending._ready(stream, host_wait=False)
         return pending
 
-    def load_into(self, path: _check.PathLike, out: Any, stream: Any = None) -> Any:
+    def load_into(self, path: _check.PathLike, out: Any, stream: Any = None,
+                  key: Optional[str] = None) -> Any:
         """Loads the .npy file at path into out, memory of the caller's, and
         returns out. out is, for a CUDA context, anything with
         __cuda_array_interface__ (a torch CUDA tensor, a CuPy array, ...); on
@@ -246,17 +253,18 @@ class Context:
         torch (ValueError when neither is imported), so that ferry's copies
         cannot overtake work queued there. stream is as for load: with one,
         the call returns once the copies are queued and that stream waits for
-        them; without one it waits on the host."""
+        them; without one it waits on the host. key as for load."""
         stream = _stream_number(stream)
-        pending = self._start(path, out, stream)
+        pending = self._start(path, out, stream, key)
         pending._ready(stream)
         return out
 
-    def load_into_async(self, path: _check.PathLike, out: Any, stream: Any = None) -> "AsyncLoad":
+    def load_into_async(self, path: _check.PathLike, out: Any, stream: Any = None,
+                        key: Optional[str] = None) -> "AsyncLoad":
         """As load_into, returning an AsyncLoad once the copies are queued (see
         load_async); its wait() returns out."""
         stream = _stream_number(stream)
-        pending = self._start(path, out, stream)
+        pending = self._start(path, out, stream, key)
         pending._ready(stream, host_wait=False)
         return pending
 
@@ -291,23 +299,25 @@ class Context:
                       os.fspath(path))
         return _as_result(array)
 
-    def _start(self, path, out, stream):
-        """Queues the load of path (into out when given) and returns its
-        AsyncLoad, nothing waited for yet."""
+    def _start(self, path, out, stream, key=None):
+        """Queues the load of path (its member key, when given; into out when
+        given) and returns its AsyncLoad, nothing waited for yet."""
         raw = _lib.path_bytes(path)
+        raw_key = _key_bytes(key)
         stream = _stream_number(stream)
         handle = self._live()
         lib = _lib.get()
         ptr = ctypes.c_void_p()
         if out is None:
-            _lib.check(lib.ferry_load_async(handle.ptr, raw, ctypes.byref(ptr)), path)
+            _lib.check(lib.ferry_load_member_async(handle.ptr, raw, raw_key, ctypes.byref(ptr)),
+                       path)
             target = None
         else:
             target = _Target(out, handle.device, "out")
-            target.check_file(path)
+            target.check_file(path, key)
             target.sync_producer()
-            _lib.check(lib.ferry_load_into_async(handle.ptr, raw, target.ptr, target.nbytes,
-                                                 ctypes.byref(ptr)), path)
+            _lib.check(lib.ferry_load_member_into_async(handle.ptr, raw, raw_key, target.ptr,
+                                                        target.nbytes, ctypes.byref(ptr)), path)
         owner = _LoadedOwner(handle, ptr.value, os.fspath(path))
         info = lib.ferry_array_info(ptr).contents
         shape = tuple(info.shape[i] for i in range(info.ndim))
@@ -471,10 +481,10 @@ class _Target:
         self.ptr = int(data[0] or 0) + int(iface.get("offset", 0) or 0)
         self.stream = iface.get("stream") if device == "cuda" else None
 
-    def check_file(self, path):
-        """out must be of the file's dtype (native byte order) and hold as
-        many elements: ValueError naming both otherwise."""
-        file = info(path)
+    def check_file(self, path, key=None):
+        """out must be of the file's (or member's) dtype (native byte order)
+        and hold as many elements: ValueError naming both otherwise."""
+        file = info(path, key=key)
         want = _native_typestr(_lib.NATIVE + file.dtype[1:] if file.byteswapped else file.dtype)
         count = 1
         for n in file.shape:
@@ -561,7 +571,7 @@ def _pick(ctx, device, out=None):
 
 
 def load(path: _check.PathLike, device: Optional[str] = None, stream: Any = None,
-         ctx: Optional[Context] = None) -> Any:
+         ctx: Optional[Context] = None, key: Optional[str] = None) -> Any:
     """Loads the .npy file at path and returns it (see Context.load): on the
     host device a numpy array viewing ferry's memory, on a GPU a ferry.Array
     that torch.as_tensor, torch.from_dlpack, cupy.asarray and
@@ -576,29 +586,35 @@ def load(path: _check.PathLike, device: Optional[str] = None, stream: Any = None
     result is ready on any stream). Raises FerryError (an OSError) naming the
     file; TypeError or ValueError for a bad argument (ValueError("embedded
     null byte") for a path with a NUL byte, as open() raises).
+
+    key names a member of the .npz archive at path, as np.load(path)[key]
+    does: ferry.load("data.npz", key="x"). Every member's CRC-32 is checked;
+    FerryError names the file and the member (a missing key lists some).
     """
     _lib.path_bytes(path)
+    _key_bytes(key)
     _stream_number(stream)
     ctx = _pick(ctx, device)
     if stream is None:
         stream = _torch_stream(ctx.device)
-    return ctx.load(path, stream=stream)
+    return ctx.load(path, stream=stream, key=key)
 
 
 def load_async(path: _check.PathLike, device: Optional[str] = None, stream: Any = None,
-               ctx: Optional[Context] = None) -> AsyncLoad:
+               ctx: Optional[Context] = None, key: Optional[str] = None) -> AsyncLoad:
     """Starts loading the .npy file at path and returns an AsyncLoad once it
     is read and its copies are queued (see Context.load_async): wait() waits
     on the host and returns the array; with a stream (not defaulted: pass
     torch.cuda.current_stream() to use torch's) that stream waits on the
-    device. device and ctx as for load."""
+    device. device, ctx and key as for load."""
     _lib.path_bytes(path)
+    _key_bytes(key)
     _stream_number(stream)
-    return _pick(ctx, device).load_async(path, stream=stream)
+    return _pick(ctx, device).load_async(path, stream=stream, key=key)
 
 
 def load_into(path: _check.PathLike, out: Any, device: Optional[str] = None, stream: Any = None,
-              ctx: Optional[Context] = None) -> Any:
+              ctx: Optional[Context] = None, key: Optional[str] = None) -> Any:
     """Loads the .npy file at path into out and returns out (see
     Context.load_into): a torch CUDA tensor, CuPy array or anything with
     __cuda_array_interface__ on a GPU, a writable numpy array on the host
@@ -607,13 +623,14 @@ def load_into(path: _check.PathLike, out: Any, device: Optional[str] = None, str
     shared one of device, else (device None) that of out's kind: CUDA for a
     __cuda_array_interface__ buffer, the host device for a numpy array
     ($FERRY_DEVICE, when set, decides instead). stream defaults to
-    torch.cuda.current_stream() as for load."""
+    torch.cuda.current_stream() as for load; key as for load."""
     _lib.path_bytes(path)
+    _key_bytes(key)
     _stream_number(stream)
     ctx = _pick(ctx, device, out)
     if stream is None:
         stream = _torch_stream(ctx.device)
-    return ctx.load_into(path, out, stream=stream)
+    return ctx.load_into(path, out, stream=stream, key=key)
 
 
 def read_range(path: _check.PathLike, offset: int, length: int, out: Any = None,
@@ -624,6 +641,22 @@ def read_range(path: _check.PathLike, offset: int, length: int, out: Any = None,
     load_into."""
     _lib.path_bytes(path)
     return _pick(ctx, device, out).read_range(path, offset, length, out=out)
+
+
+def _key_bytes(key: Optional[str]) -> Optional[bytes]:
+    """An .npz member's key for libferry: None, or str (UTF-8, as zipfile
+    names members) or bytes without a NUL byte."""
+    if key is None:
+        return None
+    if isinstance(key, str):
+        raw = key.encode("utf-8", "surrogateescape")
+    elif isinstance(key, bytes):
+        raw = key
+    else:
+        raise TypeError("key must be str, bytes or None, not %s" % type(key).__name__)
+    if b"\0" in raw:
+        raise ValueError("embedded null byte in key")
+    return raw
 
 
 class ArrayInfo(NamedTuple):
@@ -640,14 +673,18 @@ class ArrayInfo(NamedTuple):
     version: Tuple[int, int]
 
 
-def info(path: _check.PathLike) -> ArrayInfo:
+def info(path: _check.PathLike, key: Optional[str] = None) -> ArrayInfo:
     """Reads and validates the header of the .npy file at path (no context,
     no device) and returns an ArrayInfo namedtuple. Raises FerryError;
     TypeError for a path that is not str, bytes or os.PathLike,
-    ValueError("embedded null byte") for a path with a NUL byte."""
+    ValueError("embedded null byte") for a path with a NUL byte. key names a
+    member of an .npz archive (as for load): data_offset is then where its
+    payload starts in the archive (stored) or in the inflated member
+    (deflated, which is inflated and its CRC-32 checked to read the header)."""
     raw = _lib.path_bytes(path)
+    raw_key = _key_bytes(key)
     out = _lib.ArrayInfo()
-    _lib.check(_lib.get().ferry_info(raw, ctypes.byref(out)), path)
+    _lib.check(_lib.get().ferry_info_member(raw, raw_key, ctypes.byref(out)), path)
     return ArrayInfo(_lib.typestr(out.dtype, out.byteswapped),
                      tuple(out.shape[i] for i in range(out.ndim)), bool(out.fortran_order),
                      bool(out.byteswapped), out.data_offset, out.nbytes,

@@ -255,6 +255,13 @@ _PROTOTYPES = {
                                              ctypes.POINTER(_P)]),
     "ferry_read_range": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64,
                                         _P]),
+    # .npz archive members (key NULL: the plain call).
+    "ferry_info_member": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p,
+                                         ctypes.POINTER(ArrayInfo)]),
+    "ferry_load_member_async": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p,
+                                               ctypes.POINTER(_P)]),
+    "ferry_load_member_into_async": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p, _P,
+                                                    ctypes.c_size_t, ctypes.POINTER(_P)]),
     # The dataset reader; optional until libferry provides it.
     "ferry_reader_open": (ctypes.c_int, [_P, ctypes.POINTER(ReaderConfig), ctypes.POINTER(_P)]),
     "ferry_reader_next": (ctypes.c_int, [_P, ctypes.POINTER(_P)]),

@@ -1,0 +1,102 @@
+""".npz archive members from Python: ferry.load, load_async, load_into,
+Context.load and ferry.info with key= against np.load(path)[key], every byte,
+for every member tests/npz_cases.py writes (numpy's savez and
+savez_compressed, zipfile's odd options, zip64 by hand); its broken archives
+raise FerryError with the code it names and a message naming the file (and
+the member where it is at fault); bad keys raise TypeError and ValueError.
+
+Run: /usr/bin/python3 tests/test_python_npz.py (FERRY_BUILD names the build
+directory, default build). Exit 0 pass, 1 fail, 77 skip (no numpy).
+"""
+import errno
+import os
+import subprocess
+import sys
+
+from pyharness import check, run_tests, to_numpy  # noqa: E402
+try:
+    import numpy as np
+except ImportError:
+    print("skip: numpy is not installed")
+    sys.exit(77)
+import ferry  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CODES = {"EFORMAT": ferry.EFORMAT, "EUNSUPPORTED": ferry.EUNSUPPORTED, "ENOENT": errno.ENOENT}
+
+
+def make_cases(tmp):
+    out = os.path.join(tmp, "cases")
+    subprocess.run([sys.executable, os.path.join(HERE, "npz_cases.py"), out], check=True)
+    with open(os.path.join(out, "manifest.tsv")) as f:
+        rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    return ([r for r in rows if r[0] == "ok"], [r for r in rows if r[0] == "err"])
+
+
+def expected(path, key):
+    with np.load(path) as z:
+        a = z[key]
+    return np.array(a, dtype=a.dtype.newbyteorder("="), order="C")
+
+
+def same(got, want):
+    got = to_numpy(got)
+    return (got.dtype == want.dtype and got.shape == want.shape
+            and got.tobytes() == want.tobytes())
+
+
+def test_members(ok, errs, tmp):
+    ctx = ferry.Context(device="host", chunk_size=4096, threads=3)
+    for _, path, key, *_ in ok:
+        want = expected(path, key)
+        what = "%s[%s]" % (path, key)
+        check(same(ferry.load(path, key=key, device="host"), want), what + " by ferry.load")
+        check(same(ctx.load(path, key=key), want), what + " by Context.load")
+        check(same(ferry.load_async(path, key=key, device="host").wait(), want),
+              what + " by ferry.load_async")
+        out = np.empty(want.shape, want.dtype)
+        check(same(ferry.load_into(path, out, key=key, device="host"), want),
+              what + " by ferry.load_into")
+        i = ferry.info(path, key=key)
+        check(i.shape == want.shape and i.nbytes == want.nbytes, what + " by ferry.info")
+    ctx.close()
+
+
+def test_errors(ok, errs, tmp):
+    for _, path, key, code, text in errs:
+        try:
+            ferry.load(path, key=key, device="host")
+            check(False, "%s[%s] loaded" % (path, key))
+        except ferry.FerryError as e:
+            msg = str(e)
+            check(e.errno == CODES[code], "%s[%s]: errno %d, want %s" % (path, key, e.errno, code))
+            check(path in msg and text in msg, "%s[%s]: message %r" % (path, key, msg))
+            check("member" not in e.message or key in e.message,
+                  "%s[%s]: message %r lacks the member" % (path, key, msg))
+    missing = [r for r in errs if r[3] == "ENOENT"][0]
+    try:
+        ferry.load(missing[1], key=missing[2], device="host")
+    except FileNotFoundError as e:
+        check("'a', 'b'" in str(e), "a missing key lists the archive's keys: %s" % e)
+
+
+def test_arguments(ok, errs, tmp):
+    path, key = ok[0][1], ok[0][2]
+    for bad, exc in ((3, TypeError), ("a\0b", ValueError), (["a"], TypeError)):
+        try:
+            ferry.load(path, key=bad, device="host")
+            check(False, "key=%r accepted" % (bad,))
+        except exc:
+            pass
+    try:
+        ferry.load(path, device="host")  # an archive without a key
+        check(False, "an archive loaded without a key")
+    except ferry.FerryError as e:
+        check(e.errno == ferry.EFORMAT and "zip archive (.npz)" in str(e), str(e))
+    check(same(ferry.load(path, key=key.encode(), device="host"), expected(path, key)),
+          "key as bytes")
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests([test_members, test_errors, test_arguments], "ferry-npz-",
+                       setup=make_cases))
