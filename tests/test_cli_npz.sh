@@ -1,0 +1,53 @@
+#!/bin/sh
+# ferry info and ferry read take FILE.npz:KEY for an .npz archive's member
+# (tests/npz_cases.py writes the archives): info prints the member's header
+# (text and --json), read loads stored and deflated members (--dump writes
+# exactly the bytes np.load gives), an archive without a key and a missing
+# key fail naming the file (the missing key's message lists the archive's
+# keys), a corrupt member fails naming it.
+# FERRY_BUILD names the build directory (default build). Exit 0 pass, 1 fail, 77 skip.
+BUILD=${FERRY_BUILD:-build}
+PY=${PYTHON:-/usr/bin/python3}
+[ -x "$BUILD/ferry" ] || { echo "FAIL: $BUILD/ferry is not built"; exit 1; }
+FERRY=$(cd "$BUILD" && pwd)/ferry
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ferry-cli-npz-XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT INT TERM
+"$PY" tests/npz_cases.py "$TMP/c" >"$TMP/gen.log" 2>&1
+rc=$?
+[ $rc -eq 77 ] && { echo "skip: numpy is not installed for $PY"; exit 77; }
+[ $rc -eq 0 ] || { echo "FAIL: tests/npz_cases.py"; cat "$TMP/gen.log"; exit 1; }
+export FERRY_DEVICE=host
+failures=0
+fail() {
+	echo "FAIL: $*"
+	failures=$((failures + 1))
+}
+C=$TMP/c
+
+"$FERRY" info "$C/savez.npz:t_f4" >"$TMP/out" 2>&1 || fail "info of a stored member: $(cat "$TMP/out")"
+grep -q "savez.npz:t_f4: version 1.0, float32, shape (7, 13), C order" "$TMP/out" ||
+	fail "info text: $(cat "$TMP/out")"
+"$FERRY" info --json "$C/savez_compressed.npz:big_fortran" >"$TMP/out" 2>&1 ||
+	fail "info --json of a deflated member: $(cat "$TMP/out")"
+grep -q '"dtype": "float32", "shape": \[31, 29\], "fortran_order": true, "byteswapped": true' "$TMP/out" ||
+	fail "info --json: $(cat "$TMP/out")"
+
+"$FERRY" read --quiet "$C/savez.npz:large" "$C/savez_compressed.npz:zeros" "$C/zip64_hand.npz:y" \
+	>"$TMP/out" 2>&1 || fail "read of members: $(cat "$TMP/out")"
+"$FERRY" read --quiet --dump "$TMP/dump" "$C/descriptors.npz:big_f8" >"$TMP/out" 2>&1 ||
+	fail "read --dump of a member: $(cat "$TMP/out")"
+dumped=$(find "$TMP/dump" -type f)
+cmp -s "$dumped" "$C/descriptors.npz.big_f8.bin" || fail "--dump of descriptors.npz:big_f8 differs from np.load's bytes"
+
+"$FERRY" info "$C/savez.npz" >"$TMP/out" 2>&1 && fail "info of an archive without a key succeeded"
+grep -q "savez.npz: a zip archive (.npz)" "$TMP/out" || fail "no key: $(cat "$TMP/out")"
+"$FERRY" read "$C/savez.npz:nope" >"$TMP/out" 2>&1 && fail "read of a missing key succeeded"
+grep -q "member 'nope': no such member; the archive holds 22: 't_?', 't_i1'" "$TMP/out" ||
+	fail "missing key: $(cat "$TMP/out")"
+"$FERRY" read "$C/err_crc_stored.npz:a" >"$TMP/out" 2>&1 && fail "read of a corrupt member succeeded"
+grep -q "err_crc_stored.npz: member 'a': CRC-32 mismatch" "$TMP/out" || fail "bad CRC: $(cat "$TMP/out")"
+"$FERRY" info --help | grep -q "FILE.npz:KEY" || fail "info --help does not name FILE.npz:KEY"
+"$FERRY" read --help | grep -q "FILE.npz:KEY" || fail "read --help does not name FILE.npz:KEY"
+
+[ $failures -eq 0 ] || exit 1
+echo "ok: members through ferry info and ferry read"
