@@ -293,6 +293,13 @@ struct ferry_reader_config {
 	 * resuming count samples; a region of interest applies to a sample's axes
 	 * (a row's: the file's axes after the first). */
 	enum ferry_sample_unit samples;
+
+	/* Every file of the dataset is an .npz archive, and its sample is the
+	 * member this key names (as numpy names it: ferry_load_member), read as
+	 * ferry_load_member reads it, CRC-32 checked (NULL: files are .npy).
+	 * The filter then defaults to "*.npz"; headers are parsed on every read
+	 * (no header cache); not with FERRY_SAMPLES_ROWS. */
+	const char *npz_key;
 };
 
 /* Where a reader stands: the next batch ferry_reader_next gives, and a

@@ -196,7 +196,8 @@ class ReaderConfig(ctypes.Structure):
                 ("roi_start_rel", c_double_p), ("roi_end_rel", c_double_p),
                 ("roi_shape_rel", c_double_p), ("roi_axes", c_int_p),
                 ("out_of_bounds_policy", ctypes.c_int), ("fill_value", ctypes.c_double),
-                ("resume", ctypes.c_void_p), ("samples", ctypes.c_int)]
+                ("resume", ctypes.c_void_p), ("samples", ctypes.c_int),
+                ("npz_key", ctypes.c_char_p)]
 
 
 class Sample(ctypes.Structure):

@@ -294,6 +294,11 @@ static int check_limits(const struct ferry_reader_config *cfg)
 		rc = ferry__fail(-FERRY_ECONFIG, "reader: on_error must be stop or skip");
 	if (rc == 0 && cfg->samples != FERRY_SAMPLES_FILES && cfg->samples != FERRY_SAMPLES_ROWS)
 		rc = ferry__fail(-FERRY_ECONFIG, "reader: samples must be files or rows");
+	if (rc == 0 && cfg->npz_key && cfg->samples == FERRY_SAMPLES_ROWS)
+		rc = ferry__fail(-FERRY_ECONFIG, "reader: npz_key (a member of each archive) does not "
+				 "take samples=rows");
+	if (rc == 0 && cfg->npz_key && !*cfg->npz_key)
+		rc = ferry__fail(-FERRY_ECONFIG, "reader: npz_key is empty");
 	if (rc == 0 && cfg->random_shuffle && cfg->shuffle_dataset)
 		rc = ferry__fail(-FERRY_ECONFIG, "reader: random_shuffle (each shard permuted) and "
 				 "shuffle_dataset (the whole dataset permuted) exclude each other");
@@ -319,7 +324,10 @@ static int apply_config(struct ferry_reader *r, const struct ferry_reader_config
 	r->pad = !!cfg->pad_last_batch;
 	r->shuffle = cfg->random_shuffle || cfg->shuffle_dataset;
 	r->shuffle_all = !!cfg->shuffle_dataset;
-	r->cache_on = !cfg->no_header_cache;
+	/* A member's header is parsed afresh: the cache keeps .npy headers. */
+	r->cache_on = !cfg->no_header_cache && !cfg->npz_key;
+	if (cfg->npz_key && !(r->key = strdup(cfg->npz_key)))
+		return ferry__fail(-ENOMEM, "reader: out of memory");
 	r->on_error = cfg->on_error;
 	r->fill_value = cfg->fill_value;
 	r->rows = cfg->samples == FERRY_SAMPLES_ROWS;
@@ -426,6 +434,7 @@ int ferry_reader_close(ferry_reader *r)
 	ferry__headers_free(r);
 	free(r->order);
 	free(r->row_start);
+	free(r->key);
 	free(r->name);
 	ferry__dataset_free(&r->ds);
 	pthread_cond_destroy(&r->loaded);

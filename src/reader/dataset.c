@@ -75,6 +75,12 @@ static int child_error(const char *child, int err)
 	return ferry__fail(-err, "%s: %s", child, strerror(err));
 }
 
+/* The filter of a root walk: the config's, else every .npy (.npz with npz_key). */
+static const char *default_filter(const struct ferry_reader_config *cfg)
+{
+	return cfg->filter ? cfg->filter : cfg->npz_key ? "*.npz" : "*.npy";
+}
+
 static int walk(struct listing *l, const char *rel, const char *filter);
 
 /* Adds the entry rel/name: a directory (not through a symbolic link) is
@@ -218,7 +224,7 @@ static int list_sources(const struct ferry_reader_config *cfg, struct listing *l
 	}
 	if (cfg->file_list)
 		return read_file_list(l, cfg->file_list);
-	return walk(l, "", cfg->filter ? cfg->filter : "*.npy");
+	return walk(l, "", default_filter(cfg));
 }
 
 int ferry__dataset_list(const struct ferry_reader_config *cfg, struct ferry__dataset *out)
@@ -244,7 +250,7 @@ int ferry__dataset_list(const struct ferry_reader_config *cfg, struct ferry__dat
 		rc = ferry__fail(-FERRY_ECONFIG, "%s: no files%s%s", cfg->file_list ? cfg->file_list :
 				 cfg->root ? cfg->root : "reader",
 				 cfg->file_list || cfg->files ? "" : " match ",
-				 cfg->file_list || cfg->files ? "" : (cfg->filter ? cfg->filter : "*.npy"));
+				 cfg->file_list || cfg->files ? "" : default_filter(cfg));
 	free(list_dir);
 	if (rc < 0) {
 		if (rc == -ENOMEM)

@@ -30,8 +30,13 @@ static int open_slot(struct ferry_reader *r, struct slot *s)
 		return 0;
 	ferry__clear_error(); /* a message left by another file must not be this one's */
 	int rc = ferry__load_open(r->ld, r->ds.paths[s->file], &s->f);
-	if (rc < 0)
-		return ferry__slot_fail(r, s, rc);
+	if (rc == 0 && r->key && !s->member)
+		rc = ferry__slot_header(r, s); /* probes keep it open; this is for safety */
+	if (rc < 0) {
+		ferry__slot_fail(r, s, rc);
+		ferry__slot_close(r, s);
+		return rc;
+	}
 	if (!s->cached || !memcmp(&s->f->id, &s->id, sizeof(s->id)))
 		return 0;
 	s->stale = 1;
@@ -287,8 +292,18 @@ static int read_runs(struct ferry_reader *r, struct slot *s, char *dst, const st
 	return rc;
 }
 
+/* The whole array of s (its archive member's with npz_key) into dst. */
+static int load_whole(struct ferry_reader *r, struct slot *s, void *dst,
+		      const struct ferry__load_opts *opts)
+{
+	if (s->member)
+		return ferry__member_load(r->ld, s->f, s->member, dst, opts);
+	return ferry__load_payload(r->ld, s->f, &s->h, dst, opts);
+}
+
 /* Loads the whole payload (as C order) into scratch device memory and copies
- * the runs out of it: for Fortran-order and byte-swapped files. */
+ * the runs out of it: for Fortran-order and byte-swapped files, and archive
+ * members (whose CRC covers the whole member). */
 static int copy_runs_via_scratch(struct ferry_reader *r, struct slot *s, char *dst,
 				 const struct ferry__run *runs, int64_t n)
 {
@@ -296,12 +311,12 @@ static int copy_runs_via_scratch(struct ferry_reader *r, struct slot *s, char *d
 	struct ferry__load_opts opts = { .parallel = r->ld->threads, .stats = &s->stats };
 	void *scratch;
 	if (n == 1 && runs[0].src == 0 && runs[0].dst == 0 && runs[0].len == s->h.data_size)
-		return ferry__load_payload(r->ld, s->f, &s->h, dst, &opts);
-	int rc = dev->ops->mem_alloc(dev, s->h.data_size, &scratch);
+		return load_whole(r, s, dst, &opts);
+	int rc = dev->ops->mem_alloc(dev, s->h.data_size ? s->h.data_size : 1, &scratch);
 	if (rc < 0)
 		return ferry__fail(rc, "reader: cannot allocate %llu bytes of scratch memory",
 				   (unsigned long long)s->h.data_size);
-	rc = ferry__load_payload(r->ld, s->f, &s->h, scratch, &opts);
+	rc = load_whole(r, s, scratch, &opts);
 	for (int64_t k = 0; rc == 0 && k < n; k++)
 		rc = dev->ops->copy_async(dev, r->side, dst + runs[k].dst,
 					  (char *)scratch + runs[k].src, runs[k].len, FERRY__D2D);
@@ -327,8 +342,9 @@ static void fetch_one(struct ferry_batch *b, struct slot *s)
 	if (rc == 0 && s->kind == FETCH_BIG)
 		rc = read_runs(r, s, dst, runs, n, &b->tickets[lane]);
 	else if (rc == 0)
-		rc = s->h.swap || s->h.fortran_order ? copy_runs_via_scratch(r, s, dst, runs, n)
-						     : read_runs(r, s, dst, runs, n, NULL);
+		rc = s->h.swap || s->h.fortran_order || s->member
+			     ? copy_runs_via_scratch(r, s, dst, runs, n)
+			     : read_runs(r, s, dst, runs, n, NULL);
 	if (runs != &one)
 		free(runs);
 	if (rc < 0)

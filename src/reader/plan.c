@@ -27,6 +27,27 @@ void ferry__slot_close(struct ferry_reader *r, struct slot *s)
 {
 	ferry__load_close(r->ld, s->f);
 	s->f = NULL;
+	if (s->member) {
+		ferry__member_close(s->member);
+		free(s->member);
+		s->member = NULL;
+	}
+}
+
+int ferry__slot_header(struct ferry_reader *r, struct slot *s)
+{
+	if (!r->key)
+		return ferry__load_header(s->f, &s->h, s->head);
+	if (!s->member && !(s->member = malloc(sizeof(*s->member))))
+		return ferry__fail(-ENOMEM, "%s: out of memory", r->ds.paths[s->file]);
+	int rc = ferry__member_open(s->f, r->key, s->member, s->head);
+	if (rc < 0) {
+		free(s->member);
+		s->member = NULL;
+		return rc;
+	}
+	s->h = s->member->h;
+	return 0;
 }
 
 int ferry__slot_live(const struct slot *s)
@@ -85,7 +106,7 @@ void ferry__probe(struct ferry_batch *b, struct slot *s)
 	s->cached = s->stale = 0;
 	rc = s->f ? 0 : ferry__load_open(r->ld, path, &s->f);
 	if (rc == 0)
-		rc = ferry__load_header(s->f, &s->h, s->head);
+		rc = ferry__slot_header(r, s);
 	if (rc == 0) {
 		s->id = s->f->id;
 		ferry__headers_store(r, s);
@@ -244,7 +265,7 @@ static int lay_out(struct ferry_batch *b)
 
 static enum fetch_kind kind_of(const struct ferry_reader *r, const struct slot *s)
 {
-	if (s->rg.padded || s->h.swap || (s->h.fortran_order && s->h.ndim > 1))
+	if (s->rg.padded || s->h.swap || (s->h.fortran_order && s->h.ndim > 1) || s->member)
 		return FETCH_SLOW;
 	if (!r->packable || s->nbytes > r->chunk)
 		return FETCH_BIG;

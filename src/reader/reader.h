@@ -135,6 +135,7 @@ struct slot {
 	int stale;              /* the cache was wrong about the file: parse again */
 	int fetched;            /* read with others in one system call (fetch_files.c) */
 	struct ferry__file *f;  /* open from the probe until the fetch closes it */
+	struct ferry__member *member; /* npz_key: the archive's member, open with f (malloc'd) */
 	struct ferry__npy_header h;
 	unsigned char head[FERRY__HEAD_MAX]; /* the header bytes h was parsed from */
 	struct ferry__file_id id; /* the file h was parsed from */
@@ -207,6 +208,7 @@ struct ferry_reader {
 	uint64_t epochs, seed;
 	int stick, pad, shuffle, shuffle_all, cache_on, packable;
 	int rows;                    /* FERRY_SAMPLES_ROWS */
+	char *key;                   /* npz_key: the member every archive gives (owned), or NULL */
 	uint64_t nsamples;           /* files, or rows of all files */
 	uint64_t *row_start;         /* rows: the first sample of each file, ds.n + 1 entries */
 	enum ferry_on_error on_error;
@@ -276,6 +278,9 @@ const int64_t *ferry__slot_shape(const struct slot *s, int *ndim);
 int ferry__slot_fail(struct ferry_reader *r, struct slot *s, int err);
 void ferry__slot_close(struct ferry_reader *r, struct slot *s);
 int ferry__slot_live(const struct slot *s);
+/* Parses the header of s's open file into s->h and s->head: with npz_key,
+ * the member's (s->member opened). Returns 0 or an error (not recorded). */
+int ferry__slot_header(struct ferry_reader *r, struct slot *s);
 /* Makes b's one item the ITEM_PLAN that plans it on an IO thread. Returns 0
  * or -ENOMEM. */
 int ferry__plan_later(struct ferry_batch *b);

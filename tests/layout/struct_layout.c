@@ -61,7 +61,7 @@ int main(void)
 	       F(threads) F(prefetch_depth) F(no_header_cache) F(on_error)
 	       F(roi_nvals) F(roi_start) F(roi_end) F(roi_shape)
 	       F(roi_start_rel) F(roi_end_rel) F(roi_shape_rel) F(roi_axes)
-	       F(out_of_bounds_policy) F(fill_value) F(resume) F(samples))
+	       F(out_of_bounds_policy) F(fill_value) F(resume) F(samples) F(npz_key))
 	STRUCT(ferry_sample,
 	       F(data) F(dtype) F(ndim) F(shape) F(nbytes) F(path) F(is_padding) F(row))
 	STRUCT(ferry_epoch_info,
