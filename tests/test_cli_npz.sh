@@ -4,7 +4,8 @@
 # (text and --json), read loads stored and deflated members (--dump writes
 # exactly the bytes np.load gives), an archive without a key and a missing
 # key fail naming the file (the missing key's message lists the archive's
-# keys), a corrupt member fails naming it.
+# keys), a corrupt member fails naming it; read --root DIR --key KEY reads a
+# dataset of archives, each sample's bytes as np.load gives them.
 # FERRY_BUILD names the build directory (default build). Exit 0 pass, 1 fail, 77 skip.
 BUILD=${FERRY_BUILD:-build}
 PY=${PYTHON:-/usr/bin/python3}
@@ -46,6 +47,17 @@ grep -q "member 'nope': no such member; the archive holds 22: 't_?', 't_i1'" "$T
 	fail "missing key: $(cat "$TMP/out")"
 "$FERRY" read "$C/err_crc_stored.npz:a" >"$TMP/out" 2>&1 && fail "read of a corrupt member succeeded"
 grep -q "err_crc_stored.npz: member 'a': CRC-32 mismatch" "$TMP/out" || fail "bad CRC: $(cat "$TMP/out")"
+# The dataset reader over archives: --key, every sample's bytes against np.load's.
+"$PY" tests/npz_dataset.py "$TMP/ds" 6 >"$TMP/gen.log" 2>&1 || fail "tests/npz_dataset.py: $(cat "$TMP/gen.log")"
+"$FERRY" read --root "$TMP/ds" --key x --quiet --dump "$TMP/dsdump" >"$TMP/out" 2>&1 ||
+	fail "read --root --key: $(cat "$TMP/out")"
+for k in 0 1 2 3 4 5; do
+	cmp -s "$TMP/dsdump/e0_b${k}_0.bin" "$TMP/ds/f00$k.x.bin" ||
+		fail "read --root --key x: sample $k differs from np.load(f00$k.npz)['x']"
+done
+"$FERRY" read --root "$TMP/ds" --key x --verify >"$TMP/out" 2>&1
+[ $? -eq 2 ] || fail "read --key --verify is not a usage error"
+"$FERRY" read --help | grep -q -- "--key KEY" || fail "read --help does not name --key"
 "$FERRY" info --help | grep -q "FILE.npz:KEY" || fail "info --help does not name FILE.npz:KEY"
 "$FERRY" read --help | grep -q "FILE.npz:KEY" || fail "read --help does not name FILE.npz:KEY"
 

@@ -3,7 +3,9 @@ Context.load and ferry.info with key= against np.load(path)[key], every byte,
 for every member tests/npz_cases.py writes (numpy's savez and
 savez_compressed, zipfile's odd options, zip64 by hand); its broken archives
 raise FerryError with the code it names and a message naming the file (and
-the member where it is at fault); bad keys raise TypeError and ValueError.
+the member where it is at fault); bad keys raise TypeError and ValueError;
+ferry.Reader(key=...) over a directory of archives (tests/npz_dataset.py)
+gives every archive's member, every byte checked, shuffled, two epochs.
 
 Run: /usr/bin/python3 tests/test_python_npz.py (FERRY_BUILD names the build
 directory, default build). Exit 0 pass, 1 fail, 77 skip (no numpy).
@@ -97,6 +99,39 @@ def test_arguments(ok, errs, tmp):
           "key as bytes")
 
 
+def test_reader(ok, errs, tmp):
+    """Reader(key=...) over a directory of archives: every byte of every batch."""
+    root = os.path.join(tmp, "dataset")
+    subprocess.run([sys.executable, os.path.join(HERE, "npz_dataset.py"), root, "10"],
+                   check=True)
+    want = {}
+    for i in range(10):
+        with open(os.path.join(root, "f%03d.x.bin" % i), "rb") as f:
+            want["f%03d.npz" % i] = f.read()
+    seen = []
+    with ferry.Reader(file_root=root, key="x", batch_size=4, random_shuffle=True, seed=3,
+                      epochs=2, device="host") as r:
+        for epoch in range(2):
+            for batch in r:
+                for sample, path in zip(batch, batch.paths):
+                    name = os.path.basename(path)
+                    seen.append(name)
+                    check(to_numpy(sample).tobytes() == want[name],
+                          "Reader(key='x'): %s differs from np.load's" % name)
+    check(sorted(seen) == sorted(list(want) * 2), "Reader(key='x') read %s" % sorted(seen))
+    for bad, exc in ((5, TypeError), ("", ValueError)):
+        try:
+            ferry.Reader(file_root=root, key=bad, device="host")
+            check(False, "Reader(key=%r) accepted" % (bad,))
+        except exc:
+            pass
+    try:
+        ferry.Reader(file_root=root, key="x", samples="rows", device="host")
+        check(False, "Reader(key=, samples='rows') accepted")
+    except ValueError:
+        pass
+
+
 if __name__ == "__main__":
-    sys.exit(run_tests([test_members, test_errors, test_arguments], "ferry-npz-",
+    sys.exit(run_tests([test_members, test_errors, test_arguments, test_reader], "ferry-npz-",
                        setup=make_cases))

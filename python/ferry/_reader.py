@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 from . import _check, _lib
 from ._array import Array
 from ._context import (DEVICES, Context, _as_result, _check_ctx, _CopiesOwner, _torch_stream,
-                       shared_context, _stream_number)
+                       shared_context, _stream_number, _key_bytes)
 
 try:
     import numpy as _np
@@ -370,7 +370,11 @@ class Reader:
     each row along axis 0 of each file is one, the files sharing a row's
     dtype and shape, shuffled, sharded and padded as rows, a region of
     interest applying to a row's axes; Batch.rows says which row each sample
-    is). The flags take a bool, or 0 or 1.
+    is); key (every file is an .npz archive, np.savez's or
+    savez_compressed's, and its sample is the member key names, as
+    np.load(path)[key] does: file_filter then defaults to '*.npz'; each
+    member's CRC-32 is checked; headers are parsed on every read; not with
+    samples='rows'). The flags take a bool, or 0 or 1.
 
     Region of interest, in C-order coordinates, as DALI defines it: roi_start,
     roi_end, roi_shape (sequences of ints that fit int64) or rel_roi_start,
@@ -444,7 +448,8 @@ class Reader:
                  tensor_init_bytes: int = 1048576, skip_cached_images: bool = False,
                  register_buffers: bool = True,
                  bytes_per_sample_hint: Union[int, Sequence[int]] = 0,
-                 preserve: bool = False, samples: str = "files") -> None:
+                 preserve: bool = False, samples: str = "files",
+                 key: Optional[str] = None) -> None:
         self._handle = None
         self._closed = False
         missing = _lib.missing_reader_functions()
@@ -491,6 +496,13 @@ class Reader:
                                               cache_header_information)
         cfg.on_error = _ON_ERROR[_check.choice("on_error", on_error, tuple(_ON_ERROR))]
         cfg.samples = _SAMPLES[_check.choice("samples", samples, tuple(_SAMPLES))]
+        raw_key = _key_bytes(key)
+        if raw_key is not None and not raw_key:
+            raise ValueError("key must not be empty")
+        if raw_key is not None and samples == "rows":
+            raise ValueError("key (a member of each .npz archive) does not take samples='rows'")
+        cfg.npz_key = raw_key
+        keep.append(raw_key)
         # Region of interest.
         roi = [("roi_start", ctypes.c_int64, roi_start, "roi_start"),
                ("roi_end", ctypes.c_int64, roi_end, "roi_end"),
