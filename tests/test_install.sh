@@ -3,7 +3,8 @@
 # `make install` gives a tree a program can build against through pkg-config:
 # dynamically (run with LD_LIBRARY_PATH, as the install's message says) and
 # statically from `pkg-config --static --libs` (which must list liburing when
-# libferry.a holds the io_uring backend); the installed tool runs by itself.
+# libferry.a holds the io_uring backend, libdeflate when it inflates .npz
+# members); the installed tool runs by itself.
 BUILD=${FERRY_BUILD:-build}
 LIB=$BUILD/libferry.so
 command -v nm >/dev/null || { echo "skip: nm is not installed"; exit 77; }
@@ -39,6 +40,13 @@ FERRY_DEVICE=host "$DEST/usr/bin/ferry" env | grep -q '^staging:' || { echo "FAI
 static=$(PKG_CONFIG_SYSROOT_DIR="$DEST" PKG_CONFIG_LIBDIR="$DEST/usr/lib/pkgconfig" pkg-config --static --cflags --libs ferry)
 if nm "$DEST/usr/lib/libferry.a" 2>/dev/null | grep -q ' U io_uring_'; then
 	echo "$static" | grep -q -- '-luring' || { echo "FAIL: pkg-config --static --libs ferry lacks -luring: $static"; exit 1; }
+fi
+if nm "$DEST/usr/lib/libferry.a" 2>/dev/null | grep -q ' U libdeflate_'; then
+	echo "$static" | grep -q -- '-ldeflate' || { echo "FAIL: pkg-config --static --libs ferry lacks -ldeflate: $static"; exit 1; }
+fi
+# libdeflate and liburing are linked in statically: the library needs neither at run time.
+if ldd "$LIB" 2>/dev/null | grep -q 'libdeflate\|liburing'; then
+	echo "FAIL: $LIB needs libdeflate or liburing at run time: $(ldd "$LIB")"; exit 1
 fi
 if [ "$(cc -print-file-name=libc.a)" = libc.a ]; then
 	echo "ok: exports, soname, install, pkg-config, the installed tool (no libc.a: static link not tried)"
