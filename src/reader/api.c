@@ -327,7 +327,7 @@ static int apply_config(struct ferry_reader *r, const struct ferry_reader_config
 	/* A member's header is parsed afresh: the cache keeps .npy headers. */
 	r->cache_on = !cfg->no_header_cache && !cfg->npz_key;
 	if (cfg->npz_key && !(r->key = strdup(cfg->npz_key)))
-		return ferry__fail(-ENOMEM, "reader: out of memory");
+		return ferry__fail(-ENOMEM, "out of memory copying npz_key");
 	r->on_error = cfg->on_error;
 	r->fill_value = cfg->fill_value;
 	r->rows = cfg->samples == FERRY_SAMPLES_ROWS;
