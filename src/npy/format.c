@@ -85,9 +85,7 @@ FERRY_API const char *ferry_dtype_name(enum ferry_dtype dtype)
 
 /* ---- reasons ---- */
 
-/* Writes a reason into why (when there is room) and returns err. */
-__attribute__((format(printf, 4, 5)))
-static int npy_reason(char *why, size_t why_len, int err, const char *fmt, ...)
+int ferry__npy_reason(char *why, size_t why_len, int err, const char *fmt, ...)
 {
 	va_list ap;
 	if (!why || !why_len)
@@ -146,10 +144,9 @@ static const char *npy_quote(char out[NPY_QUOTE_MAX], const char *s, size_t n)
 
 /* ---- the prefix: magic, version, length ---- */
 
-/* Returns the little-endian unsigned integer of n bytes at p. */
-static uint32_t npy_read_le(const unsigned char *p, int n)
+uint64_t ferry__read_le(const unsigned char *p, int n)
 {
-	uint32_t v = 0;
+	uint64_t v = 0;
 	for (int i = n - 1; i >= 0; i--)
 		v = v << 8 | p[i];
 	return v;
@@ -164,20 +161,20 @@ int64_t ferry__npy_header_length(const void *prefix, size_t len, char *why, size
 
 	npy_clear_reason(why, why_len);
 	if (memcmp(p, NPY_MAGIC, magic_len) != 0)
-		return npy_reason(why, why_len, -FERRY_EFORMAT, "bad magic");
+		return ferry__npy_reason(why, why_len, -FERRY_EFORMAT, "bad magic");
 	if (len < 8)
-		return npy_reason(why, why_len, -FERRY_EFORMAT,
+		return ferry__npy_reason(why, why_len, -FERRY_EFORMAT,
 				  "header truncated: %zu bytes, no version", len);
 	if (p[6] < 1 || p[6] > 3 || p[7] != 0)
-		return npy_reason(why, why_len, -FERRY_EFORMAT, "unknown version %d.%d", p[6],
+		return ferry__npy_reason(why, why_len, -FERRY_EFORMAT, "unknown version %d.%d", p[6],
 				  p[7]);
 	need = p[6] == 1 ? 10 : 12;
 	if (len < need)
-		return npy_reason(why, why_len, -FERRY_EFORMAT,
+		return ferry__npy_reason(why, why_len, -FERRY_EFORMAT,
 				  "header truncated: %zu bytes, no header length", len);
-	dict_len = npy_read_le(p + 8, (int)need - 8);
+	dict_len = (uint32_t)ferry__read_le(p + 8, (int)need - 8);
 	if (dict_len > FERRY__NPY_MAX_HEADER)
-		return npy_reason(why, why_len, -FERRY_EFORMAT,
+		return ferry__npy_reason(why, why_len, -FERRY_EFORMAT,
 				  "header is %" PRIu32 " bytes, over ferry's cap of %d "
 				  "(numpy's default is 10000)",
 				  dict_len, FERRY__NPY_MAX_HEADER);
@@ -206,13 +203,13 @@ struct npy_parser {
 	int64_t shape[FERRY_MAX_DIMS];
 };
 
-#define NPY_FORMAT_ERROR(ps, ...) npy_reason((ps)->why, (ps)->why_len, -FERRY_EFORMAT, __VA_ARGS__)
+#define NPY_FORMAT_ERROR(ps, ...) ferry__npy_reason((ps)->why, (ps)->why_len, -FERRY_EFORMAT, __VA_ARGS__)
 
 /* Records the first reason the header cannot be loaded; returns 0 to go on parsing. */
 #define NPY_UNSUPPORTED(ps, ...)                                                     \
 	((ps)->unsupported ? 0                                                        \
 			   : ((ps)->unsupported = 1,                                   \
-			      npy_reason((ps)->why, (ps)->why_len, 0, __VA_ARGS__)))
+			      ferry__npy_reason((ps)->why, (ps)->why_len, 0, __VA_ARGS__)))
 
 /* Returns the next byte, or -1 at the end. */
 static int npy_peek(const struct npy_parser *ps)
@@ -537,12 +534,12 @@ static int npy_compute_sizes(struct ferry__npy_header *h, char *why, size_t why_
 		if (d == 0)
 			any_zero = 1;
 		else if (nonzero > INT64_MAX / d)
-			return npy_reason(why, why_len, -FERRY_EFORMAT, "shape product overflows");
+			return ferry__npy_reason(why, why_len, -FERRY_EFORMAT, "shape product overflows");
 		else
 			nonzero *= d;
 	}
 	if (nonzero > (INT64_MAX - h->data_offset) / h->itemsize)
-		return npy_reason(why, why_len, -FERRY_EFORMAT,
+		return ferry__npy_reason(why, why_len, -FERRY_EFORMAT,
 				  "shape product overflows with %zu-byte items", h->itemsize);
 	h->count = any_zero ? 0 : nonzero;
 	h->data_size = h->count * h->itemsize;
@@ -575,14 +572,14 @@ int ferry__npy_parse(const void *bytes, size_t len, struct ferry__npy_header *ou
 	if (total < 0)
 		return (int)total;
 	if ((uint64_t)total > len)
-		return npy_reason(why, why_len, -FERRY_EFORMAT,
+		return ferry__npy_reason(why, why_len, -FERRY_EFORMAT,
 				  "header truncated: needs %" PRId64 " bytes, have %zu", total, len);
 	ps.major = b[6];
 	ps.p = (const char *)b + (b[6] == 1 ? 10 : 12);
 	ps.end = (const char *)b + total;
 	/* Python source may not hold NUL bytes, so numpy refuses them too. */
 	if (memchr(ps.p, 0, (size_t)(ps.end - ps.p)))
-		return npy_reason(why, why_len, -FERRY_EFORMAT, "header holds a NUL byte");
+		return ferry__npy_reason(why, why_len, -FERRY_EFORMAT, "header holds a NUL byte");
 	if (npy_parse_dict(&ps) < 0)
 		return -FERRY_EFORMAT;
 	if (ps.unsupported)
@@ -599,12 +596,12 @@ int ferry__npy_check_size(const struct ferry__npy_header *h, uint64_t file_size,
 {
 	npy_clear_reason(why, why_len);
 	if (file_size < h->data_offset)
-		return npy_reason(why, why_len, -FERRY_EFORMAT,
+		return ferry__npy_reason(why, why_len, -FERRY_EFORMAT,
 				  "file is %" PRIu64 " bytes, shorter than its %" PRIu64
 				  "-byte header",
 				  file_size, h->data_offset);
 	if (file_size - h->data_offset != h->data_size)
-		return npy_reason(why, why_len, -FERRY_EFORMAT,
+		return ferry__npy_reason(why, why_len, -FERRY_EFORMAT,
 				  "payload is %" PRIu64 " bytes, file holds %" PRIu64
 				  " after the header",
 				  h->data_size, file_size - h->data_offset);

@@ -49,6 +49,13 @@ struct ferry__npy_header {
  */
 int64_t ferry__npy_header_length(const void *prefix, size_t len, char *why, size_t why_len);
 
+/* Writes a reason into why (when why has room) and returns err: the parsers'
+ * way of saying what is wrong without the thread's error message. */
+int ferry__npy_reason(char *why, size_t why_len, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* The little-endian unsigned integer of n (at most 8) bytes at p. */
+uint64_t ferry__read_le(const unsigned char *p, int n);
+
 /*
  * Parses a whole header: bytes holds at least ferry__npy_header_length() bytes.
  * Returns 0 and fills out; -FERRY_EFORMAT when the header is malformed;
