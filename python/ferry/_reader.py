@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _check, _lib
 from ._array import Array
-from ._context import (DEVICES, Context, _as_result, _check_ctx, _CopiesOwner, _torch_stream,
+from ._context import (DEVICES, Context, _as_result, _check_ctx, _CopiesOwner,
                        shared_context, _stream_number, _key_bytes)
 
 try:
@@ -389,13 +389,11 @@ class Reader:
     ferry.Context) is given; use_o_direct=True picks a shared context of that
     device that reads with O_DIRECT (with ctx, the context must have been
     made with direct=True). stream (None, an int CUstream, or a torch/cupy
-    stream) is where batches must be ready; None means
-    torch.cuda.current_stream() (taken at each batch) when torch is imported
-    and the device is cuda, else batches are waited for on the host
-    (ferry_batch_wait). With a stream, ferry_batch_stream_wait makes that
-    stream wait for the batch, and its __cuda_array_interface__ 'stream'
-    names it (1 for the legacy default stream). libferry completes every
-    batch before handing it over, so either wait returns at once; the
+    stream) is the stream a batch's __cuda_array_interface__ 'stream' names
+    (1 for the legacy default stream), after ferry_batch_stream_wait made it
+    wait for the batch. libferry completes every batch before handing it
+    over, so that wait returns at once, and with stream None a batch names
+    no stream ('stream' None: ready on every stream) and nothing waits. The
     caller's thread blocks only while the next batch is loading.
 
     state (a dict from state_dict(), perhaps of another process) starts the
@@ -963,9 +961,11 @@ class Reader:
         batches = self._epoch_batches(h, epoch.value)
         last = batches is not None and index.value + 1 >= batches
         device = h.ctx.device
-        stream = _stream_number(self._stream if self._stream is not None
-                                else _torch_stream(device))
-        cai_stream = owner.ready_on(device, stream)
+        # libferry hands out complete batches: with no stream asked for, none
+        # is named and nothing waits (no per-batch query of torch's stream).
+        cai_stream = None
+        if self._stream is not None:
+            cai_stream = owner.ready_on(device, _stream_number(self._stream))
         return _make_batch(owner, lib, ptr, device, epoch.value, index.value, last, cai_stream)
 
     def _epoch_batches(self, h, epoch):
