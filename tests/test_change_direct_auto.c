@@ -113,6 +113,9 @@ int main(void)
 	t_io_after_pread(NULL, NULL);
 	T_OK(ferry_ctx_destroy(ctx));
 	t_rmtree(dir);
+	free(dir);
+	free(path);
+	free(other);
 	printf("ok: a load auto sent direct: changed files refused, a renamed-over path read "
 	       "through the descriptor it opened\n");
 	return T_EXIT_PASS;
