@@ -92,8 +92,9 @@ struct ferry__load_opts {
 /*
  * Reads every range of the open file f into device memory, on up to
  * opts->parallel threads, coalescing ranges that fall into one chunk into one
- * read. Ranges must be sorted by offset and not overlap. Returns 0 once every
- * byte is on the device, or the first error (with a message naming the file):
+ * read; in AUTO mode it first chooses buffered or direct for the ranges' span
+ * (ferry__load_choose). Ranges must be sorted by offset and not overlap.
+ * Returns 0 once every byte is on the device, or the first error (with a message naming the file):
  * -FERRY_ECHANGED when the file changed while it was read, or when a read of
  * offset 0 saw other header bytes than opts->head. With opts->async (a zeroed
  * ticket, or one used before) it returns 0 once every copy is launched, queued
