@@ -70,6 +70,22 @@ typedef struct ferry_ctx ferry_ctx;
 #define FERRY_BATCH_MAX (1u << 24)    /* samples of a batch */
 #define FERRY_PREFETCH_MAX 1024       /* batches a reader loads ahead */
 
+/*
+ * ferry_ctx_options.direct: whether reads bypass the page cache (O_DIRECT).
+ * AUTO chooses per read of 1 MiB or more through staging: bytes mostly in the
+ * page cache are read buffered; cold ones buffered while the context's page-cache
+ * budget (FERRY_CACHE_BUDGET, default half of MemAvailable) lasts, so that a
+ * dataset that fits in memory is warm for the next epoch, and with O_DIRECT
+ * after that. Smaller reads are always buffered. Where a file system refuses
+ * O_DIRECT, reads stay buffered.
+ */
+enum ferry_direct {
+	FERRY_DIRECT_ENV = -1,   /* FERRY_ODIRECT decides (0, 1 or auto; default auto) */
+	FERRY_DIRECT_NEVER = 0,  /* buffered reads */
+	FERRY_DIRECT_ALWAYS = 1, /* every file opened with O_DIRECT */
+	FERRY_DIRECT_AUTO = 2,
+};
+
 /* Zero (or NULL) fields take the environment's value, then the default. */
 struct ferry_ctx_options {
 	const char *device;  /* "auto", "cuda", "host"       (FERRY_DEVICE, auto) */
@@ -78,7 +94,8 @@ struct ferry_ctx_options {
 	size_t chunk_size;   /* staging chunk: power of two, 4 KiB..16 MiB (FERRY_CHUNK_SIZE, 2 MiB) */
 	unsigned max_buffers;  /* staging buffers at most, 1..FERRY_BUFFERS_MAX (FERRY_MAX_BUFFERS, 128) */
 	unsigned threads;    /* IO threads, 1..FERRY_THREADS_MAX (FERRY_THREADS; default: cores, at most 16) */
-	int direct;          /* 1: O_DIRECT reads, 0: buffered, -1: FERRY_ODIRECT (default 0) */
+	int direct;          /* enum ferry_direct: FERRY_DIRECT_ENV (-1: FERRY_ODIRECT, default auto),
+			      * NEVER (0), ALWAYS (1: O_DIRECT) or AUTO (2: per file, below) */
 	unsigned lanes;      /* staging engines, 1..16 (FERRY_LANES, 4; fewer when
 			      * max_buffers cannot give each 8 buffers) */
 };
@@ -337,6 +354,9 @@ struct ferry_reader_stats {
 	uint64_t bytes_read;     /* bytes requested from storage (aligned, chunked) */
 	uint64_t files_skipped;  /* files left out under FERRY_ON_ERROR_SKIP */
 	uint64_t batches;        /* batches delivered */
+	/* Files read, once per fetch (a file in every epoch counts every epoch): */
+	uint64_t files_buffered; /* through the page cache */
+	uint64_t files_direct;   /* with O_DIRECT (FERRY_ODIRECT=1, or auto's choice) */
 };
 
 /* Lists the dataset and starts loading. Returns 0, -FERRY_ECONFIG (bad option,

@@ -378,6 +378,9 @@ def test_accepted(root, path, tmp):
                        gpu=np.int64(0), direct=0) as ctx:
         check(np.array_equal(to_numpy(ctx.load(path, stream=-1)), content(1)),
               "threads=1, chunk_size=16 MiB, max_buffers=1")
+    with ferry.Context(device="host", direct="auto") as ctx:
+        check(ctx.direct == "auto" and "O_DIRECT auto" in ctx.describe(), "direct='auto'")
+        check(np.array_equal(to_numpy(ctx.load(path)), content(1)), "direct='auto'")
     with ferry.Context(device="host", chunk_size=np.int64(4096), max_buffers=4096) as ctx:
         check(np.array_equal(to_numpy(ferry.load(path, ctx=ctx, stream=0)), content(1)),
               "chunk_size=4096, max_buffers=4096")

@@ -78,6 +78,8 @@ def test_basic(root, paths, tmp):
         check(e1 == e0, "epoch 1 %r differs from epoch 0" % e1)
         st = r.stats()
         check(st["samples"] == 2 * N and st["batches"] == 8, "stats %r" % st)
+        # small files: buffered under any mode but FERRY_ODIRECT=1, once per epoch
+        check(st["files_buffered"] + st["files_direct"] == 2 * N, "files read %r" % st)
     with ferry.Reader(files=[os.path.relpath(p, root) for p in reversed(paths)], file_root=root,
                       batch_size=4, epochs=2) as r:
         got = [ids(b) for b in iter(r.next_batch, None)]

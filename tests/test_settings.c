@@ -3,7 +3,8 @@
  * Chunk sizes parse as documented (k/M suffixes, powers of two from 4k to
  * 16M); every invalid value of every variable is refused with -FERRY_ECONFIG
  * and a message that names the variable, its value and what it accepts (the
- * table's text); options win over the environment; lanes fit the buffers;
+ * table's text); options win over the environment; FERRY_ODIRECT's modes
+ * and the page-cache budget resolve; lanes fit the buffers;
  * the shard variables resolve as DALI's do; and the table lists every
  * variable this file tests.
  */
@@ -12,7 +13,8 @@
 
 static const char *const variables[] = {
 	"FERRY_DEVICE", "FERRY_GPU", "FERRY_IO", "FERRY_CHUNK_SIZE", "FERRY_THREADS",
-	"FERRY_LANES", "FERRY_MAX_BUFFERS", "FERRY_ODIRECT", "FERRY_TRACE", "FERRY_CUDA_GATE",
+	"FERRY_LANES", "FERRY_MAX_BUFFERS", "FERRY_ODIRECT", "FERRY_CACHE_BUDGET", "FERRY_TRACE",
+	"FERRY_CUDA_GATE",
 	"LOCAL_RANK", "RANK", "WORLD_SIZE",
 };
 
@@ -90,6 +92,8 @@ static void test_every_variable_refuses(void)
 		{ "FERRY_THREADS", "0" }, { "FERRY_THREADS", "5000" }, { "FERRY_THREADS", "1e3" },
 		{ "FERRY_LANES", "0" }, { "FERRY_LANES", "17" }, { "FERRY_MAX_BUFFERS", "0" },
 		{ "FERRY_MAX_BUFFERS", "4097" }, { "FERRY_ODIRECT", "2" }, { "FERRY_ODIRECT", "yes" },
+		{ "FERRY_ODIRECT", "AUTO" }, { "FERRY_CACHE_BUDGET", "-1" },
+		{ "FERRY_CACHE_BUDGET", "lots" }, { "FERRY_CACHE_BUDGET", "8T" },
 		{ "LOCAL_RANK", "-3" },
 	};
 	for (size_t i = 0; i < FERRY__ARRAY_LEN(bad); i++)
@@ -119,6 +123,41 @@ static void test_options_win(void)
 	T_OK(ferry__settings_resolve(NULL, &s));
 	T_EQ(s.params.ordinal, 2);
 	unsetenv("LOCAL_RANK");
+}
+
+/* FERRY_ODIRECT's words and the option's values; the budget's default and sizes. */
+static void test_direct_modes(void)
+{
+	static const struct { const char *text; int want; } words[] = {
+		{ NULL, FERRY_DIRECT_AUTO }, { "auto", FERRY_DIRECT_AUTO },
+		{ "0", FERRY_DIRECT_NEVER }, { "1", FERRY_DIRECT_ALWAYS },
+	};
+	struct ferry__settings s;
+	for (size_t i = 0; i < FERRY__ARRAY_LEN(words); i++) {
+		if (words[i].text)
+			setenv("FERRY_ODIRECT", words[i].text, 1);
+		T_OK(ferry__settings_resolve(NULL, &s));
+		T_EQ(s.direct, words[i].want);
+	}
+	struct ferry_ctx_options o = { .gpu = -1, .direct = FERRY_DIRECT_AUTO };
+	setenv("FERRY_ODIRECT", "0", 1);
+	T_OK(ferry__settings_resolve(&o, &s));
+	T_EQ(s.direct, FERRY_DIRECT_AUTO);
+	o.direct = 3;
+	T_EQ(ferry__settings_resolve(&o, &s), -FERRY_ECONFIG);
+	T_ASSERT(strstr(ferry_last_error(), "direct option 3"));
+	clear_env();
+	uint64_t avail;
+	T_OK(ferry__io_mem_available(&avail));
+	T_OK(ferry__settings_resolve(NULL, &s));
+	T_ASSERT(s.cache_budget > 0 && s.cache_budget <= avail); /* half of it, when read */
+	setenv("FERRY_CACHE_BUDGET", "512M", 1);
+	T_OK(ferry__settings_resolve(NULL, &s));
+	T_EQ(s.cache_budget, 512ull << 20);
+	setenv("FERRY_CACHE_BUDGET", "0", 1);
+	T_OK(ferry__settings_resolve(NULL, &s));
+	T_EQ(s.cache_budget, 0);
+	clear_env();
 }
 
 static void test_lanes_fit(void)
@@ -162,6 +201,7 @@ int main(void)
 	test_chunk_sizes();
 	test_every_variable_refuses();
 	test_options_win();
+	test_direct_modes();
 	test_lanes_fit();
 	test_shards();
 	size_t n;

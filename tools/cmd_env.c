@@ -15,14 +15,18 @@ static const char env_help[] =
 	"Opens a context with default options (the FERRY_* environment variables apply)\n"
 	"and prints its report: the device and driver, the IO backend and why it was\n"
 	"chosen, the staging chunk size, lanes and buffers (pools start small and grow\n"
-	"on demand up to that number), the IO threads and O_DIRECT. 'ferry --help'\n"
+	"on demand up to that number), the IO threads and O_DIRECT (off, on, or auto:\n"
+	"per file, with its page-cache budget and how residency is asked). 'ferry --help'\n"
 	"lists the environment variables.\n"
 	"\n"
 	"  --json   print one JSON object instead: {\"version\": V, \"device\": {\"kind\":\n"
 	"           \"cuda\"|\"host\", \"description\": TEXT}, \"io\": {\"backend\": NAME,\n"
 	"           \"description\": TEXT, \"reason\": TEXT}, \"staging\": {\"chunk_size\": N,\n"
 	"           \"memory\": \"pinned host\"|\"device\", \"lanes\": N, \"max_buffers\": N,\n"
-	"           \"first_buffers_per_lane\": N}, \"threads\": N, \"direct\": true|false}\n"
+	"           \"first_buffers_per_lane\": N}, \"threads\": N, \"direct\": true|false\n"
+	"           (every file opened with O_DIRECT), \"o_direct\": \"auto\"|\"on\"|\"off\",\n"
+	"           \"cache_budget\": N|null (bytes; auto only), \"residency\":\n"
+	"           \"cachestat\"|\"mincore\" (how auto asks the page cache)}\n"
 	"\n"
 	"Exit status: 0, 1 when no context can be opened (the reason is printed), 2 for\n"
 	"usage.\n";
@@ -72,10 +76,15 @@ static int print_json(ferry_ctx *ctx)
 	json_pair("reason", ctx->io_reason, "}, ");
 	printf("\"staging\": {\"chunk_size\": %zu, \"memory\": \"%s\", \"lanes\": %u, "
 	       "\"max_buffers\": %u, \"first_buffers_per_lane\": %u}, \"threads\": %u, "
-	       "\"direct\": %s}\n",
+	       "\"direct\": %s, \"o_direct\": \"%s\", \"cache_budget\": ",
 	       s->chunk_size, ld->io_ops->placement == FERRY__STAGE_DEVICE ? "device" : "pinned host",
 	       s->lanes, s->max_buffers, s->initial_buffers, ld->threads,
-	       ld->direct ? "true" : "false");
+	       ld->direct == FERRY_DIRECT_ALWAYS ? "true" : "false", ferry__direct_name(ld->direct));
+	if (ld->direct == FERRY_DIRECT_AUTO)
+		printf("%llu", (unsigned long long)ld->cache_budget);
+	else
+		fputs("null", stdout);
+	printf(", \"residency\": \"%s\"}\n", ferry__io_residency_method());
 	return 0;
 }
 

@@ -33,6 +33,18 @@ DEVICES = ("auto", "cuda", "host")
 IO_BACKENDS = ("auto", "posix", "uring", "cufile")
 
 
+DIRECT_AUTO = 2  # enum ferry_direct's FERRY_DIRECT_AUTO
+
+
+def _direct_mode(direct):
+    """ferry_ctx_options.direct for Context's direct: None (-1 there), a flag, or 'auto'."""
+    if direct is None:
+        return None
+    if isinstance(direct, str) and direct == "auto":
+        return DIRECT_AUTO
+    return _check.flag("direct", direct)
+
+
 def _stream_number(stream):
     """A DLPack-style stream number of a torch or cupy stream, or an int
     (TypeError or ValueError for anything else)."""
@@ -122,8 +134,10 @@ class Context:
     ('auto', 'posix', 'uring' or 'cufile'; $FERRY_IO), threads (IO threads,
     1 to 1024; $FERRY_THREADS), chunk_size (staging chunk in bytes, a power of
     two from 4 KiB to 16 MiB; $FERRY_CHUNK_SIZE), max_buffers (staging buffers
-    at most, 1 to 4096; $FERRY_MAX_BUFFERS), direct (a bool: O_DIRECT reads;
-    $FERRY_ODIRECT).
+    at most, 1 to 4096; $FERRY_MAX_BUFFERS), direct (True: every file read
+    with O_DIRECT, False: none, 'auto': per file, cold large reads with
+    O_DIRECT once the page-cache budget $FERRY_CACHE_BUDGET is spent;
+    $FERRY_ODIRECT, whose default is 'auto').
 
     Arguments are checked before libferry sees them: TypeError for a wrong
     type (a bool where a number is meant included; numpy integers are
@@ -136,7 +150,7 @@ class Context:
 
     def __init__(self, device: Optional[str] = None, io: Optional[str] = None,
                  threads: Optional[int] = None, chunk_size: Optional[int] = None,
-                 direct: Optional[bool] = None, gpu: Optional[int] = None,
+                 direct: Union[bool, str, None] = None, gpu: Optional[int] = None,
                  max_buffers: Optional[int] = None) -> None:
         self._handle = None
         device = _check.device("device", device, DEVICES)
@@ -144,7 +158,7 @@ class Context:
         threads = _check.optional_integer("threads", threads, 1, _check.THREADS_MAX,
                                           "$FERRY_THREADS, else the default")
         chunk_size = _check.chunk_size("chunk_size", chunk_size)
-        direct = None if direct is None else _check.flag("direct", direct)
+        direct = _direct_mode(direct)
         gpu = _check.optional_integer("gpu", gpu, -1, _check.INT_MAX,
                                       "$FERRY_GPU, then $LOCAL_RANK, then 0; -1 the same")
         max_buffers = _check.optional_integer("max_buffers", max_buffers, 1, _check.BUFFERS_MAX,
@@ -161,7 +175,8 @@ class Context:
         ptr = ctypes.c_void_p()
         _lib.check(lib.ferry_ctx_create(ctypes.byref(ptr), ctypes.byref(opt)))
         self._handle = _CtxHandle(ptr.value, _gpu_ordinal(gpu))
-        self.direct = None if direct is None else bool(direct)  # as asked (None: $FERRY_ODIRECT)
+        # as asked (None: $FERRY_ODIRECT)
+        self.direct = {None: None, 0: False, 1: True, DIRECT_AUTO: "auto"}[direct]
 
     def _live(self):
         if self._handle is None:

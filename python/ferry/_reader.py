@@ -731,8 +731,11 @@ class Reader:
 
     def stats(self) -> Dict[str, int]:
         """Returns the reader's counters as a dict: samples, bytes_delivered,
-        bytes_read, files_skipped, batches (of the C reader in use: set_epoch
-        and load_state_dict start new counts)."""
+        bytes_read, files_skipped, batches, files_buffered and files_direct
+        (files read through the page cache and with O_DIRECT, once per fetch: a
+        file read every epoch counts every epoch; FERRY_ODIRECT=auto chooses
+        per file). Of the C reader in use: set_epoch and load_state_dict start
+        new counts."""
         h = self._hold()
         try:
             out = _lib.ReaderStats()

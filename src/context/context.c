@@ -122,6 +122,8 @@ static int finish_ctx(ferry_ctx *ctx, const struct ferry__io_ops *io)
 {
 	ctx->ld.threads = ctx->set.threads;
 	ctx->ld.direct = ctx->set.direct;
+	ctx->ld.cache_budget = ctx->set.cache_budget;
+	ctx->ld.cache_used = &ctx->cache_used;
 	int rc = open_trace(ctx);
 	if (rc == 0)
 		rc = choose_io(ctx, io);
@@ -204,12 +206,29 @@ static void describe_convert(struct ferry__device *dev, char *buf, size_t len)
 	}
 }
 
+/* The direct: line of ferry env: the O_DIRECT mode and, in auto, its budget. */
+static void describe_direct(const struct ferry__loader *ld, char *buf, size_t len)
+{
+	if (ld->direct == FERRY_DIRECT_NEVER)
+		snprintf(buf, len, "off: every read goes through the page cache");
+	else if (ld->direct == FERRY_DIRECT_ALWAYS)
+		snprintf(buf, len, "on: every file opened with O_DIRECT (buffered where the file "
+			 "system refuses)");
+	else
+		snprintf(buf, len, "auto: reads of %llu KiB or more whose bytes are not in the page "
+			 "cache (asked with %s) are buffered within a budget of %llu bytes (%llu MiB), "
+			 "then read with O_DIRECT", (unsigned long long)(FERRY__DIRECT_MIN >> 10),
+			 ferry__io_residency_method(), (unsigned long long)ld->cache_budget,
+			 (unsigned long long)(ld->cache_budget >> 20));
+}
+
 int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 {
-	char device[256] = "", io[256] = "", convert[512] = "";
+	char device[256] = "", io[256] = "", convert[512] = "", direct[320] = "";
 	const struct ferry__loader *ld = &ctx->ld;
 	ld->dev->ops->describe(ld->dev, device, sizeof(device));
 	describe_convert(ld->dev, convert, sizeof(convert));
+	describe_direct(ld, direct, sizeof(direct));
 	if (ld->io_ops->describe)
 		ld->io_ops->describe(ld->io, io, sizeof(io));
 	return snprintf(buf, len,
@@ -219,6 +238,7 @@ int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 			"small:   %s\n"
 			"staging: %zu KiB chunks, %s memory, %u lane%s, up to %u buffers (grown on demand)\n"
 			"threads: %u, O_DIRECT %s\n"
+			"direct:  %s\n"
 			"convert: big-endian and Fortran-order payloads are %s\n",
 			ferry_version(), device, ld->io_ops->name, *io ? ", " : "", io,
 			ctx->io_reason,
@@ -228,7 +248,7 @@ int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 			ctx->set.chunk_size >> 10,
 			ld->io_ops->placement == FERRY__STAGE_DEVICE ? "device" : "pinned host",
 			ctx->set.lanes, ctx->set.lanes == 1 ? "" : "s", ctx->set.max_buffers,
-			ld->threads, ld->direct ? "on" : "off", convert);
+			ld->threads, ferry__direct_name(ld->direct), direct, convert);
 }
 
 const char *ferry_ctx_device_kind(ferry_ctx *ctx)

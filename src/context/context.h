@@ -27,7 +27,8 @@ struct ferry__settings {
 	unsigned max_buffers;    /* staging buffers, shared out between the lanes */
 	unsigned initial_buffers; /* the pool's first growth, per lane */
 	unsigned launch_after;   /* copies a batch collects before it is launched */
-	int direct;              /* O_DIRECT reads */
+	int direct;              /* enum ferry_direct: NEVER, ALWAYS or AUTO */
+	uint64_t cache_budget;   /* AUTO: bytes of cold files read buffered at most */
 	const char *trace_path;  /* NULL: no trace (valid while the context is made) */
 };
 
@@ -38,6 +39,9 @@ struct ferry__setting_info {
 	const char *fallback;    /* the default */
 	const char *about;       /* one line */
 };
+
+/* "off", "on" or "auto": how ferry env names an enum ferry_direct mode. */
+const char *ferry__direct_name(int direct);
 
 /* The settings table: *n rows, in the order ferry --help lists them. */
 const struct ferry__setting_info *ferry__settings_table(size_t *n);
@@ -59,6 +63,7 @@ struct ferry_ctx {
 	struct ferry__settings set;
 	struct ferry__trace *trace;  /* FERRY_TRACE, shared by the lanes */
 	char io_reason[160];         /* why this IO backend was chosen */
+	uint64_t cache_used;         /* ld.cache_used points here */
 };
 
 /* Opens the device opt (or the environment) names, as ferry_ctx_create does. */

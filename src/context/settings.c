@@ -45,8 +45,13 @@ static const struct ferry__setting_info table[] = {
 	{ "FERRY_MAX_BUFFERS", "1 to 4096", "128",
 	  "most staging buffers (one chunk of pinned memory each), shared out between the "
 	  "lanes; each lane's pool starts with 4 and grows on demand" },
-	{ "FERRY_ODIRECT", "0, 1", "0",
-	  "1: read with O_DIRECT (buffered where the file system refuses)" },
+	{ "FERRY_ODIRECT", "0, 1, auto", "auto",
+	  "1: read with O_DIRECT (buffered where the file system refuses); auto: per file, reads "
+	  "of 1 MiB or more bypass the page cache when their bytes are not cached and "
+	  "FERRY_CACHE_BUDGET is spent" },
+	{ "FERRY_CACHE_BUDGET", "bytes, with k, M or G (e.g. 0, 512M, 8G)", "half of MemAvailable",
+	  "with FERRY_ODIRECT=auto: how many bytes of cold files a context reads through the "
+	  "page cache (so that they are warm next epoch) before it reads cold files with O_DIRECT" },
 	{ "FERRY_TRACE", "a file path", "off", "write a CSV trace of the staging engines' events" },
 	{ "FERRY_CUDA_GATE", "auto, kernel", "auto",
 	  "tests only: how a CUDA test gate holds a stream (auto: cuStreamWaitValue32 where the "
@@ -186,10 +191,36 @@ static int resolve_gpu(int option, int *out)
 
 static int resolve_direct(int option, int *out)
 {
-	unsigned long v = option > 0;
-	int rc = option < 0 ? env_uint("FERRY_ODIRECT", 0, 1, &v) : 0;
-	*out = (int)v;
+	static const char *const words[] = { "auto", "0", "1", NULL };
+	const char *word = words[0];
+	if (option > FERRY_DIRECT_AUTO)
+		return ferry__fail(-FERRY_ECONFIG, "direct option %d: expected -1 (FERRY_ODIRECT), "
+				   "0 (never), 1 (always) or 2 (auto)", option);
+	*out = option;
+	if (option >= 0)
+		return 0;
+	int rc = resolve_choice(NULL, NULL, "FERRY_ODIRECT", words, &word);
+	*out = word == words[0] ? FERRY_DIRECT_AUTO : word == words[1] ? FERRY_DIRECT_NEVER
+								   : FERRY_DIRECT_ALWAYS;
 	return rc;
+}
+
+const char *ferry__direct_name(int direct)
+{
+	return direct == FERRY_DIRECT_AUTO ? "auto" : direct == FERRY_DIRECT_ALWAYS ? "on" : "off";
+}
+
+/* FERRY_CACHE_BUDGET, else half of what the page cache could hold now (none
+ * when that cannot be read: cold files then go direct). */
+static int resolve_budget(uint64_t *out)
+{
+	const char *text = env("FERRY_CACHE_BUDGET");
+	uint64_t avail = 0;
+	if (text && ferry__parse_size(text, out) < 0)
+		return invalid("FERRY_CACHE_BUDGET", 1, text, row("FERRY_CACHE_BUDGET")->values);
+	if (!text && ferry__io_mem_available(&avail) == 0)
+		*out = avail / 2;
+	return 0;
 }
 
 static int resolve_names(const struct ferry_ctx_options *opt, struct ferry__settings *s)
@@ -244,6 +275,8 @@ int ferry__settings_resolve(const struct ferry_ctx_options *opt, struct ferry__s
 				   default_threads(), &s.threads);
 	if (rc == 0)
 		rc = resolve_direct(opt->direct, &s.direct);
+	if (rc == 0)
+		rc = resolve_budget(&s.cache_budget);
 	if (rc == 0)
 		rc = resolve_staging(opt, &s);
 	if (rc == 0)

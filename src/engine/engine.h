@@ -148,7 +148,10 @@ size_t ferry__staging_chunk_size(struct ferry__staging *stg);
  * context, shared by its lanes. Columns:
  * time_ns,thread,lane,event,buffer,batch,dst,bytes,file,offset
  * (file is quoted, with quotes doubled). Events: grow, lease, give_back,
- * queue (one per copy queued), launch, copy (one per copy issued), reclaim.
+ * queue (one per copy queued), launch, copy (one per copy issued), reclaim,
+ * and one per load of a file through staging, saying how its bytes are read:
+ * buffered or direct (O_DIRECT), with the load's span of the file in bytes
+ * and offset (buffer -1, batch 0).
  */
 struct ferry__trace;
 
@@ -159,6 +162,10 @@ void ferry__trace_close(struct ferry__trace *t);
 void ferry__trace(struct ferry__trace *t, unsigned lane, const char *event, int buffer,
 		  uint64_t batch, const void *dst, uint64_t bytes, const char *file,
 		  uint64_t offset);
+
+/* Appends a line of event about file (buffered, direct) on stg's lane. */
+void ferry__staging_trace_file(struct ferry__staging *stg, const char *event, uint64_t bytes,
+			       const char *file, uint64_t offset);
 
 /* ==== lanes ==== */
 /*

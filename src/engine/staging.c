@@ -89,6 +89,12 @@ static void trace_buf(struct ferry__staging *stg, const char *event, struct ferr
 	ferry__trace(stg->trace, stg->lane, event, b ? (int)b->id : -1, seq, NULL, 0, NULL, 0);
 }
 
+void ferry__staging_trace_file(struct ferry__staging *stg, const char *event, uint64_t bytes,
+			       const char *file, uint64_t offset)
+{
+	ferry__trace(stg->trace, stg->lane, event, -1, 0, NULL, bytes, file, offset);
+}
+
 /* Calls the test hook with the lock released; the lock is held on entry and return. */
 static void schedule_point(struct ferry__staging *stg, enum ferry__sched_point p, uint64_t seq)
 {

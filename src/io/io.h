@@ -31,7 +31,8 @@ struct ferry__file_id {
 struct ferry__file {
 	const char *path;   /* as given by the caller (owned by the file) */
 	int fd;             /* the descriptor reads use */
-	int direct;         /* opened with O_DIRECT */
+	int direct;         /* reads bypass the page cache (O_DIRECT): from the open, or
+			     * turned on later by ferry__io_set_direct */
 	uint64_t size;      /* file size at open (id.size) */
 	struct ferry__file_id id; /* the file as it was opened */
 	void *backend;      /* backend-private (cuFile handle) */
@@ -118,6 +119,34 @@ int ferry__io_read_host(struct ferry__file *f, void *buf, size_t len, uint64_t o
  * -FERRY_ECHANGED with a message naming the file and what changed.
  */
 int ferry__io_check_unchanged(struct ferry__file *f);
+
+/* ==== the page cache (residency.c) ==== */
+
+/*
+ * How many bytes of [offset, offset + len) of the open file f (cut to its size
+ * at open) are in the page cache, into *bytes: cachestat(2) on f's descriptor,
+ * or, where the kernel lacks it or refuses (ENOSYS, EPERM, EINVAL), mincore(2)
+ * over a shared read-only mapping of the same descriptor, never touched.
+ * Returns 0, or -errno without a message: callers treat the answer as unknown.
+ */
+int ferry__io_resident(const struct ferry__file *f, uint64_t offset, uint64_t len,
+		       uint64_t *bytes);
+/* The mincore fallback of ferry__io_resident on its own (tests compare the two). */
+int ferry__io_resident_mincore(const struct ferry__file *f, uint64_t offset, uint64_t len,
+			       uint64_t *bytes);
+/* "cachestat" when this kernel answers it, else "mincore". */
+const char *ferry__io_residency_method(void);
+
+/*
+ * Turns O_DIRECT on for f's descriptor in place (fcntl F_SETFL, keeping its
+ * other flags; never a second open, so the bytes stay those of the file f
+ * opened) and sets f->direct. Returns 0, or -errno without a message: -EINVAL
+ * where the file system refuses O_DIRECT (f stays buffered).
+ */
+int ferry__io_set_direct(struct ferry__file *f);
+
+/* MemAvailable of /proc/meminfo in bytes. Returns 0 or -errno (no message). */
+int ferry__io_mem_available(uint64_t *bytes);
 
 extern const struct ferry__io_ops ferry__io_posix;
 extern const struct ferry__io_ops ferry__io_uring; /* name NULL when built without liburing */

@@ -26,12 +26,29 @@ struct ferry__loader {
 	const struct ferry__io_ops *files_ops;
 	struct ferry__io *files_io;
 	unsigned threads;            /* IO threads of one load, the caller included */
-	int direct;                  /* open files with O_DIRECT */
+	int direct;                  /* enum ferry_direct: NEVER, ALWAYS or AUTO */
+	uint64_t cache_budget;       /* AUTO: bytes of cold files read buffered at most */
+	uint64_t *cache_used;        /* AUTO: those read so far (atomic; the context's) */
 };
 
 /* Opens path for reading through the loader's IO backend (O_DIRECT when the
- * loader says so). Returns 0 or a negative code naming path. */
+ * loader's mode is ALWAYS; AUTO decides per read, ferry__load_choose). Returns
+ * 0 or a negative code naming path. */
 int ferry__load_open(const struct ferry__loader *ld, const char *path, struct ferry__file **out);
+
+/* Reads smaller than this stay buffered in AUTO mode, without a probe. */
+#define FERRY__DIRECT_MIN ((uint64_t)1 << 20)
+
+/*
+ * AUTO mode's choice for a read of [offset, offset + len) of the open file f
+ * (direct.c, docs/design.md): buffered when the read is small, its bytes are
+ * mostly in the page cache, or they fit in what is left of the page-cache
+ * budget (then counted against it); else O_DIRECT turned on for f's
+ * descriptor, which stays buffered where the file system refuses. Does
+ * nothing in the other modes, or when f is direct already. Never fails.
+ */
+void ferry__load_choose(const struct ferry__loader *ld, struct ferry__file *f, uint64_t offset,
+			uint64_t len);
 /* Closes f (NULL is allowed). */
 void ferry__load_close(const struct ferry__loader *ld, struct ferry__file *f);
 
@@ -49,7 +66,11 @@ struct ferry__range {
 struct ferry__load_stats {
 	uint64_t bytes_read;   /* bytes requested from storage (aligned, chunked) */
 	uint64_t reads;        /* read requests */
+	uint64_t files_buffered, files_direct; /* files read, by the path they took */
 };
+
+/* Counts f in stats as read buffered or direct, by f->direct. */
+void ferry__load_count_file(struct ferry__load_stats *stats, const struct ferry__file *f);
 
 /* How to run one load. A zeroed struct waits for the copies, on one thread. */
 struct ferry__load_opts {
@@ -71,8 +92,9 @@ struct ferry__load_opts {
 /*
  * Reads every range of the open file f into device memory, on up to
  * opts->parallel threads, coalescing ranges that fall into one chunk into one
- * read. Ranges must be sorted by offset and not overlap. Returns 0 once every
- * byte is on the device, or the first error (with a message naming the file):
+ * read; in AUTO mode it first chooses buffered or direct for the ranges' span
+ * (ferry__load_choose). Ranges must be sorted by offset and not overlap.
+ * Returns 0 once every byte is on the device, or the first error (with a message naming the file):
  * -FERRY_ECHANGED when the file changed while it was read, or when a read of
  * offset 0 saw other header bytes than opts->head. With opts->async (a zeroed
  * ticket, or one used before) it returns 0 once every copy is launched, queued

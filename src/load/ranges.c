@@ -317,7 +317,19 @@ static int run_plan(struct load_job *job, unsigned parallel)
 
 int ferry__load_open(const struct ferry__loader *ld, const char *path, struct ferry__file **out)
 {
-	return ld->io_ops->open(ld->io, path, ld->direct ? FERRY__IO_DIRECT : 0, out);
+	int flags = ld->direct == FERRY_DIRECT_ALWAYS ? FERRY__IO_DIRECT : 0;
+	return ld->io_ops->open(ld->io, path, flags, out);
+}
+
+/* Buffered or direct for this load's span of f (AUTO decides here, before any
+ * read of it runs), said in the trace. */
+static void choose_path(const struct ferry__loader *ld, struct ferry__file *f,
+			const struct ferry__range *ranges, unsigned n, struct ferry__staging *stg)
+{
+	uint64_t start = ranges[0].offset, end = ranges[n - 1].offset + ranges[n - 1].len;
+	ferry__load_choose(ld, f, start, end - start);
+	ferry__staging_trace_file(stg, f->direct ? "direct" : "buffered", end - start, f->path,
+				  start);
 }
 
 void ferry__load_close(const struct ferry__loader *ld, struct ferry__file *f)
@@ -335,6 +347,8 @@ int ferry__load_ranges(const struct ferry__loader *ld, struct ferry__file *f,
 	if (!ticket->stg) /* a load continuing on an async ticket stays on its lane */
 		ticket->stg = ferry__lanes_pick(ld->lanes);
 	struct plan plan = { 0 };
+	if (n)
+		choose_path(ld, f, ranges, n, ticket->stg);
 	int rc = make_plan(ranges, n, ferry__staging_chunk_size(ticket->stg), f->path, &plan);
 	if (rc < 0 || plan.nreads == 0) {
 		free_plan(&plan);

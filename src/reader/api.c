@@ -13,6 +13,8 @@ static void account_locked(struct ferry_reader *r, const struct ferry_batch *b)
 {
 	r->stats.bytes_read += b->bytes_read;
 	r->stats.files_skipped += b->skipped;
+	r->stats.files_buffered += b->files_buffered;
+	r->stats.files_direct += b->files_direct;
 	if (b->error)
 		return;
 	r->stats.samples += b->real;
@@ -332,7 +334,9 @@ static int apply_config(struct ferry_reader *r, const struct ferry_reader_config
 	r->fill_value = cfg->fill_value;
 	r->rows = cfg->samples == FERRY_SAMPLES_ROWS;
 	r->chunk = ferry__staging_chunk_size(ferry__lanes_get(ld->lanes, 0));
-	r->packable = ld->io_ops->placement == FERRY__STAGE_PINNED && !ld->direct;
+	/* Packed reads are small: auto reads them buffered, as it does every small read. */
+	r->packable = ld->io_ops->placement == FERRY__STAGE_PINNED &&
+		      ld->direct != FERRY_DIRECT_ALWAYS;
 	return 0;
 }
 

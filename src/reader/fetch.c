@@ -142,6 +142,8 @@ static void read_packed(struct ferry_reader *r, struct slot **ss, char **dsts, u
 	for (unsigned i = 0; i < q.n && rc == 0; i++)
 		s->stats.bytes_read += q.v[i].len;
 	s->stats.reads += q.n;
+	if (rc == 0)
+		ferry__load_count_file(&s->stats, s->f);
 	for (unsigned i = 0; rc < 0 && i < n; i++)
 		ferry__slot_fail(r, ss[i], rc);
 out:
@@ -349,6 +351,8 @@ static void fetch_one(struct ferry_batch *b, struct slot *s)
 		free(runs);
 	if (rc < 0)
 		ferry__slot_fail(r, s, rc);
+	else
+		ferry__load_count_file(&s->stats, s->f);
 	ferry__slot_close(r, s);
 }
 

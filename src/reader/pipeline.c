@@ -100,6 +100,7 @@ static void reset_batch(struct ferry_reader *r, struct ferry_batch *b)
 	free(b->skip_msg);
 	b->msg = b->skip_msg = NULL;
 	b->bytes_read = b->skipped = b->replans = 0;
+	b->files_buffered = b->files_direct = 0;
 	b->nitems = b->nout = 0;
 	for (unsigned i = 0; i < ferry__lanes_count(lanes); i++)
 		b->tickets[i] = (struct ferry__ticket){ .stg = ferry__lanes_get(lanes, i) };
@@ -240,6 +241,8 @@ static void batch_done(struct ferry_batch *b, int rc)
 	for (unsigned i = 0; i < b->nslots; i++) {
 		ferry__slot_close(r, &b->slots[i]); /* left open when the plan failed */
 		b->bytes_read += b->slots[i].stats.bytes_read;
+		b->files_buffered += b->slots[i].stats.files_buffered;
+		b->files_direct += b->slots[i].stats.files_direct;
 	}
 	if (rc < 0 && !b->msg)
 		b->msg = strdup(ferry_last_error());

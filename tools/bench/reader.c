@@ -370,7 +370,7 @@ void ferry_bench_run_reader(ferry_ctx *ctx, const struct ferry_bench_options *op
 	run->batch_size = batch;
 	run->threads = threads ? threads : ctx->ld.threads;
 	snprintf(run->backend, sizeof(run->backend), "%s%s", ferry_ctx_io_name(ctx),
-		 ctx->set.direct ? "_direct" : "");
+		 ctx->set.direct == FERRY_DIRECT_ALWAYS ? "_direct" : "");
 	if (opt->verify && verify_open(&v, ctx, ds) < 0) {
 		snprintf(run->note, sizeof(run->note), "failed: verify: out of memory");
 		return;

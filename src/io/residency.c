@@ -1,0 +1,168 @@
+/*
+ * The page cache and an open file: how many of its bytes are resident
+ * (cachestat(2), else mincore(2) over a mapping of the same descriptor), how
+ * much memory the cache could take (MemAvailable), and turning O_DIRECT on
+ * for a descriptor already open.
+ */
+#include "io/io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451 /* Linux 6.5; the same number on x86_64 and aarch64 */
+#endif
+
+/* The kernel's struct cachestat_range and struct cachestat (uapi/linux/mman.h),
+ * under our names: older libc headers lack them. */
+struct cs_range {
+	uint64_t off, len;
+};
+
+struct cs_result {
+	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+/* Pages one mincore call looks at: its vector lives on the stack. */
+#define MINCORE_PAGES 4096
+
+/* Set once cachestat answered ENOSYS or EPERM: absent, or filtered out. */
+static int cachestat_absent;
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* [offset, offset + len) cut to the file's size at open. */
+static uint64_t clamp_len(const struct ferry__file *f, uint64_t offset, uint64_t len)
+{
+	return offset >= f->size ? 0 : min_u64(len, f->size - offset);
+}
+
+static int cachestat_call(int fd, uint64_t offset, uint64_t len, uint64_t *pages)
+{
+	struct cs_range range = { offset, len };
+	struct cs_result st;
+
+	if (syscall(__NR_cachestat, fd, &range, &st, 0) < 0)
+		return -errno;
+	*pages = st.nr_cache;
+	return 0;
+}
+
+/* Resident pages of [start, start + len) of the mapping at map. */
+static int count_mincore(char *map, size_t len, size_t page, uint64_t *pages)
+{
+	unsigned char vec[MINCORE_PAGES];
+	size_t step = (size_t)MINCORE_PAGES * page;
+
+	*pages = 0;
+	for (size_t at = 0; at < len; at += step) {
+		size_t part = len - at < step ? len - at : step;
+		if (mincore(map + at, part, vec) < 0)
+			return -errno;
+		for (size_t i = 0; i < (part + page - 1) / page; i++)
+			*pages += vec[i] & 1;
+	}
+	return 0;
+}
+
+int ferry__io_resident_mincore(const struct ferry__file *f, uint64_t offset, uint64_t len,
+			       uint64_t *bytes)
+{
+	size_t page = ferry__page_size();
+	uint64_t start = offset / page * page, pages = 0;
+	uint64_t span = clamp_len(f, offset, len) + (offset - start);
+	void *map;
+	int rc;
+
+	*bytes = 0;
+	if (span == offset - start)
+		return 0;
+	/* Shared and read-only; mincore never touches the pages, so a file cut
+	 * short since the open cannot raise SIGBUS here. */
+	map = mmap(NULL, (size_t)span, PROT_READ, MAP_SHARED, f->fd, (off_t)start);
+	if (map == MAP_FAILED)
+		return -errno;
+	rc = count_mincore(map, (size_t)span, page, &pages);
+	munmap(map, (size_t)span);
+	*bytes = min_u64(pages * page, clamp_len(f, offset, len));
+	return rc;
+}
+
+/* Whether cachestat cannot answer: the syscall is absent or filtered
+ * (remembered), or refuses this file. */
+static int cachestat_refused(int err)
+{
+	if (err == -ENOSYS || err == -EPERM)
+		__atomic_store_n(&cachestat_absent, 1, __ATOMIC_RELAXED);
+	return err == -ENOSYS || err == -EPERM || err == -EINVAL || err == -EOPNOTSUPP;
+}
+
+int ferry__io_resident(const struct ferry__file *f, uint64_t offset, uint64_t len,
+		       uint64_t *bytes)
+{
+	uint64_t want = clamp_len(f, offset, len), pages = 0;
+	int rc;
+
+	*bytes = 0;
+	if (want == 0)
+		return 0;
+	if (__atomic_load_n(&cachestat_absent, __ATOMIC_RELAXED))
+		return ferry__io_resident_mincore(f, offset, want, bytes);
+	rc = cachestat_call(f->fd, offset, want, &pages);
+	if (rc < 0 && cachestat_refused(rc))
+		return ferry__io_resident_mincore(f, offset, want, bytes);
+	if (rc == 0)
+		*bytes = min_u64(pages * ferry__page_size(), want);
+	return rc;
+}
+
+const char *ferry__io_residency_method(void)
+{
+	uint64_t pages;
+	/* A bad descriptor tells an implemented syscall (EBADF) from an absent one. */
+	int rc = __atomic_load_n(&cachestat_absent, __ATOMIC_RELAXED) ? -ENOSYS
+								      : cachestat_call(-1, 0, 0, &pages);
+
+	if (rc == -ENOSYS || rc == -EPERM)
+		__atomic_store_n(&cachestat_absent, 1, __ATOMIC_RELAXED);
+	return rc == -ENOSYS || rc == -EPERM ? "mincore" : "cachestat";
+}
+
+int ferry__io_set_direct(struct ferry__file *f)
+{
+	int flags = fcntl(f->fd, F_GETFL);
+
+	/* F_SETFL replaces O_NONBLOCK too: keep whatever the open left. */
+	if (flags < 0 || fcntl(f->fd, F_SETFL, flags | O_DIRECT) < 0)
+		return -errno;
+	f->direct = 1;
+	return 0;
+}
+
+int ferry__io_mem_available(uint64_t *bytes)
+{
+	char line[256];
+	unsigned long long kib;
+	int rc = -ENOENT;
+	FILE *in = fopen("/proc/meminfo", "re");
+
+	if (!in)
+		return -errno;
+	while (rc < 0 && fgets(line, sizeof(line), in))
+		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+			*bytes = (uint64_t)kib << 10;
+			rc = 0;
+		}
+	fclose(in);
+	return rc;
+}
