@@ -92,7 +92,7 @@ BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 .PHONY: all test demo install fuzz bench clean bench-inflate
 all: $(BUILD)/libferry.so $(BUILD)/libferry.a $(BUILD)/ferry $(TEST_BINS) $(BENCH_BINS) $(BUILD)/shim/slowread.so \
 	$(BUILD)/tests/layout/struct_layout
-	@[ "$(BUILD)" = build ] || ln -sfn ../$(BUILD)/ferry build/ferry-$(SANITIZE) 2>/dev/null || true
+	@[ -z "$(SANITIZE)" ] || ln -sfn ../$(BUILD)/ferry build/ferry-$(SANITIZE) 2>/dev/null || true
 
 ifneq ($(HAVE_NVCC),)
 src/device/convert_ptx.h: src/device/convert.cu src/device/convert_params.h src/device/ptx_to_c.sh

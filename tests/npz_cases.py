@@ -1,10 +1,13 @@
 """Writes .npz archives for the npz tests into DIR, and DIR/manifest.tsv
 naming each case (tests/test_npz_*.c and test_python_npz.py read it):
 
-  ok  ARCHIVE KEY EXPECTED.bin DTYPE NDIM SHAPE FORTRAN  np.load(ARCHIVE)[KEY] as C-order,
-                                                         native bytes in EXPECTED.bin
-  err ARCHIVE KEY CODE TEXT                              loading fails with CODE (EFORMAT,
-                                                         EUNSUPPORTED, ENOENT), message has TEXT
+  ok  ARCHIVE KEY EXPECTED.bin DTYPE NDIM SHAPE FORTRAN Z  np.load(ARCHIVE)[KEY] as C-order,
+                                                           native bytes in EXPECTED.bin
+  err ARCHIVE KEY CODE Z TEXT                              loading fails with CODE (EFORMAT,
+                                                           EUNSUPPORTED, ENOENT), message has TEXT
+
+Z is "deflated" where loading the member inflates it, else "-": a build
+without libdeflate refuses those cases with EUNSUPPORTED instead.
 
 Archives come from numpy itself (savez, savez_compressed) and from zipfile with
 odd options (data descriptors, comments, extra fields, zip64 on and off, a
@@ -65,13 +68,16 @@ def expect(path, key, member_name=None):
         f.write(native.tobytes())
     name = {"?": "bool"}.get(a.dtype.char, a.dtype.name)
     shape = ",".join(str(d) for d in a.shape) or "-"
-    ROWS.append("ok\t%s\t%s\t%s\t%s\t%d\t%s\t%d" % (path, key, exp, name, a.ndim, shape,
-                                                    int(a.flags.f_contiguous and not
-                                                        a.flags.c_contiguous)))
+    with zipfile.ZipFile(path) as z:
+        deflated = z.getinfo(key + ".npy" if key + ".npy" in z.namelist() else key).compress_type
+    ROWS.append("ok\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s" % (
+        path, key, exp, name, a.ndim, shape, int(a.flags.f_contiguous and not a.flags.c_contiguous),
+        "deflated" if deflated == zipfile.ZIP_DEFLATED else "-"))
 
 
-def err(path, key, code, text):
-    ROWS.append("err\t%s\t%s\t%s\t%s" % (path, key, code, text))
+def err(path, key, code, text, deflated=False):
+    ROWS.append("err\t%s\t%s\t%s\t%s\t%s" % (path, key, code, "deflated" if deflated else "-",
+                                             text))
 
 
 class Unseekable:
@@ -212,7 +218,7 @@ def write_errors(arrs):
 
     def flip_crc(d):
         d[cd_entry(d, "b") + 16] ^= 1
-    err(patched("err_crc_deflated.npz", co, flip_crc), "b", "EFORMAT", "CRC-32 mismatch")
+    err(patched("err_crc_deflated.npz", co, flip_crc), "b", "EFORMAT", "CRC-32 mismatch", True)
 
     def flip_header(d):  # member b's .npy header says (13, 7): still valid, same size
         at = local_at(d, "b")
@@ -226,7 +232,7 @@ def write_errors(arrs):
         n, x = struct.unpack_from("<HH", d, at + 26)
         for i in range(at + 30 + n + x, at + 30 + n + x + 64):
             d[i] = 0xFF
-    err(patched("err_corrupt_deflate.npz", co, corrupt_deflate), "a", "EFORMAT", "")
+    err(patched("err_corrupt_deflate.npz", co, corrupt_deflate), "a", "EFORMAT", "", True)
 
     size = os.path.getsize(st)
     err(patched("err_truncated_half.npz", st, lambda d: d.__delitem__(slice(size // 2, None))),

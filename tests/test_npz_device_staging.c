@@ -6,7 +6,8 @@
  * memory is host memory): every member of tests/npz_cases.py's archives
  * loads byte for byte without one staged read of the backend, a flipped
  * payload byte is still a CRC mismatch, and a plain .npy still goes through
- * staging.
+ * staging. A build without libdeflate must refuse the deflated members
+ * instead (and the test ends in a skip that counts them).
  */
 #include "context/context.h"
 #include "test_npz_util.h"
@@ -40,11 +41,17 @@ static ferry_ctx *device_staged_ctx(void)
 int main(void)
 {
 	char *dir, npy[1100];
-	unsigned n = tn_make_cases(cases, &dir), ok = 0;
+	unsigned n = tn_make_cases(cases, &dir), ok = 0, refused = 0;
 	ferry_ctx *ctx = device_staged_ctx();
 	for (unsigned i = 0; i < n; i++) {
 		const struct tn_case *c = &cases[i];
 		ferry_array *a = NULL;
+		if (tn_refused(c) && (c->ok || strstr(c->text, "CRC"))) {
+			tn_check_refusal(ferry_load_member(ctx, c->archive, c->key, &a), c->archive,
+					 c->key, "ferry_load_member");
+			refused++;
+			continue;
+		}
 		if (!c->ok) {
 			if (strstr(c->text, "CRC"))
 				T_EQ(ferry_load_member(ctx, c->archive, c->key, &a), -FERRY_EFORMAT);
@@ -69,5 +76,5 @@ int main(void)
 	T_OK(ferry_ctx_destroy(ctx));
 	t_rmtree(dir);
 	printf("ok: %u members read on the host where staging is device memory, CRC checked\n", ok);
-	return 0;
+	return tn_exit(refused);
 }

@@ -1,7 +1,9 @@
 /*
  * What the .npz tests share: tests/npz_cases.py run by the interpreter
  * run.sh names ($PYTHON; the test skips without numpy), and its manifest
- * read into cases. Header-only, as test_reader_util.h is.
+ * read into cases; in a build without libdeflate, the check that a deflated
+ * case is refused, and the skip that says how many were. Header-only, as
+ * test_reader_util.h is.
  */
 #ifndef FERRY_TEST_NPZ_UTIL_H
 #define FERRY_TEST_NPZ_UTIL_H
@@ -10,12 +12,14 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "base/base.h"
 #include "test_reader_util.h"
 
 #define TN_MAX_CASES 256
 
 struct tn_case {
 	int ok;
+	int deflated;              /* loading it inflates (column Z) */
 	char archive[1024], key[128];
 	char expected[1100];       /* ok: the bytes np.load gives, native C order */
 	char dtype[32];
@@ -47,9 +51,9 @@ static inline void tn_parse_shape(struct tn_case *c, const char *text)
 
 static inline void tn_parse_line(char *line, struct tn_case *c)
 {
-	char *f[9] = { 0 };
+	char *f[10] = { 0 };
 	int n = 0;
-	for (char *save, *tok = strtok_r(line, "\t\n", &save); tok && n < 9;
+	for (char *save, *tok = strtok_r(line, "\t\n", &save); tok && n < 10;
 	     tok = strtok_r(NULL, "\t\n", &save))
 		f[n++] = tok;
 	T_ASSERT(n >= 4);
@@ -58,11 +62,14 @@ static inline void tn_parse_line(char *line, struct tn_case *c)
 	snprintf(c->archive, sizeof(c->archive), "%s", f[1]);
 	snprintf(c->key, sizeof(c->key), "%s", f[2]);
 	if (!c->ok) {
+		T_ASSERT(n >= 5);
 		c->code = tn_code(f[3]);
-		snprintf(c->text, sizeof(c->text), "%s", n > 4 ? f[4] : "");
+		c->deflated = !strcmp(f[4], "deflated");
+		snprintf(c->text, sizeof(c->text), "%s", n > 5 ? f[5] : "");
 		return;
 	}
-	T_ASSERT(n == 8);
+	T_ASSERT(n == 9);
+	c->deflated = !strcmp(f[8], "deflated");
 	snprintf(c->expected, sizeof(c->expected), "%s", f[3]);
 	snprintf(c->dtype, sizeof(c->dtype), "%s", f[4]);
 	c->ndim = atoi(f[5]);
@@ -92,6 +99,37 @@ static inline unsigned tn_make_cases(struct tn_case *cases, char **dir)
 	fclose(m);
 	T_ASSERT(n > 0);
 	return n;
+}
+
+/* Whether c is checked only for its refusal: a deflated case in a build
+ * without libdeflate. */
+static inline int tn_refused(const struct tn_case *c)
+{
+	return c->deflated && !ferry__inflate_available();
+}
+
+/* A deflated member of archive refused by a build without libdeflate: rc and
+ * the message naming the archive, the member and libdeflate. */
+static inline void tn_check_refusal(int rc, const char *archive, const char *key, const char *how)
+{
+	const char *msg = ferry_last_error();
+	char member[200];
+	snprintf(member, sizeof(member), "member '%s'", key);
+	if (rc != -FERRY_EUNSUPPORTED || !strstr(msg, archive) || !strstr(msg, member) ||
+	    !strstr(msg, "libdeflate"))
+		T_FAIL("%s[%s] by %s without libdeflate: %d (%s), want -FERRY_EUNSUPPORTED naming "
+		       "the file, the member and libdeflate", archive, key, how, rc, msg);
+}
+
+/* Ends a test that passed: 0, or 77 with a skip line where refused cases (of
+ * a build without libdeflate) were checked only for their refusal. */
+static inline int tn_exit(unsigned refused)
+{
+	if (!refused)
+		return T_EXIT_PASS;
+	printf("skip: this build has no libdeflate: %u deflated cases checked only for their "
+	       "refusal\n", refused);
+	return T_EXIT_SKIP;
 }
 
 /* The expected bytes of c (malloc'd), and their count. */

@@ -239,7 +239,8 @@ int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 			"staging: %zu KiB chunks, %s memory, %u lane%s, up to %u buffers (grown on demand)\n"
 			"threads: %u, O_DIRECT %s\n"
 			"direct:  %s\n"
-			"convert: big-endian and Fortran-order payloads are %s\n",
+			"convert: big-endian and Fortran-order payloads are %s\n"
+			"npz:     %s\n",
 			ferry_version(), device, ld->io_ops->name, *io ? ", " : "", io,
 			ctx->io_reason,
 			ld->files_ops ? "io_uring opens, reads and closes small files of a batch in the "
@@ -248,7 +249,10 @@ int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 			ctx->set.chunk_size >> 10,
 			ld->io_ops->placement == FERRY__STAGE_DEVICE ? "device" : "pinned host",
 			ctx->set.lanes, ctx->set.lanes == 1 ? "" : "s", ctx->set.max_buffers,
-			ld->threads, ferry__direct_name(ld->direct), direct, convert);
+			ld->threads, ferry__direct_name(ld->direct), direct, convert,
+			ferry__inflate_available()
+				? "stored and deflated members (libdeflate)"
+				: "stored members; deflated ones need libdeflate, which this build lacks");
 }
 
 const char *ferry_ctx_device_kind(ferry_ctx *ctx)
