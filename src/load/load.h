@@ -111,6 +111,7 @@ struct ferry__mapped_stats {
 	uint64_t pinned, budget;   /* their bytes, and the most allowed */
 	uint64_t registered;       /* registrations ever made */
 	uint64_t refused;          /* registrations the device or the kernel refused */
+	uint64_t hits;             /* loads that found their file's mapping */
 	char last_refusal[256];    /* the newest of those, and why ("" if none) */
 };
 void ferry__mapped_stats(struct ferry__mapped *m, struct ferry__mapped_stats *out);

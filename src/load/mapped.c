@@ -61,7 +61,7 @@ struct ferry__mapped {
 	unsigned noffers;
 	int busy, stopping, started;
 	pthread_t thread;
-	uint64_t registered_ever, refused;
+	uint64_t registered_ever, refused, hits;
 	char last_refusal[256];      /* the newest registration that failed, and why */
 };
 
@@ -339,6 +339,7 @@ struct ferry__mapping *ferry__mapped_find(struct ferry__mapped *m, const struct 
 		e = NULL;
 	}
 	if (e) {
+		m->hits++;
 		e->users++;
 		unlink_entry(m, e);
 		push_front(m, e);
@@ -443,6 +444,7 @@ void ferry__mapped_stats(struct ferry__mapped *m, struct ferry__mapped_stats *ou
 	out->budget = m->budget;
 	out->registered = m->registered_ever;
 	out->refused = m->refused;
+	out->hits = m->hits;
 	snprintf(out->last_refusal, sizeof(out->last_refusal), "%s", m->last_refusal);
 	pthread_mutex_unlock(&m->lock);
 }
