@@ -238,7 +238,9 @@ static void *registrar(void *arg)
 	while (!m->stopping) {
 		struct offer *o = m->offers;
 		if (!o) {
-			drop_stale(m);
+			drop_stale(m); /* releases the lock: offers may have come meanwhile */
+			if (m->offers)
+				continue;
 			pthread_cond_broadcast(&m->idle);
 			pthread_cond_wait(&m->work, &m->lock);
 			continue;
