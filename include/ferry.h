@@ -357,6 +357,9 @@ struct ferry_reader_stats {
 	/* Files read, once per fetch (a file in every epoch counts every epoch): */
 	uint64_t files_buffered; /* through the page cache */
 	uint64_t files_direct;   /* with O_DIRECT (FERRY_ODIRECT=1, or auto's choice) */
+	/* copied straight from a registered mapping of the page cache, without a
+	 * read (warm files of 4 MiB or more, within FERRY_PIN_BUDGET) */
+	uint64_t files_mapped;
 };
 
 /* Lists the dataset and starts loading. Returns 0, -FERRY_ECONFIG (bad option,
