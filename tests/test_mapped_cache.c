@@ -95,9 +95,26 @@ static void expect_hit(ferry_ctx *ctx, uint64_t hits_before, int hit, const char
 		       hit ? "one more (the mapped path)" : "the same (the read path)");
 }
 
+/* The trace has a mapped row for path. */
+static void expect_trace_row(const char *trace, const char *path)
+{
+	char line[4096];
+	int found = 0;
+	FILE *f = fopen(trace, "r");
+	T_ASSERT(f);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, ",mapped,") && strstr(line, path);
+	fclose(f);
+	if (!found)
+		T_FAIL("%s: no mapped row for %s", trace, path);
+}
+
 static void check_second_load_maps(void)
 {
+	char *trace = strdup(tr_path(dir, "trace.csv"));
+	setenv("FERRY_TRACE", trace, 1);
 	ferry_ctx *ctx = ctx_with_budget("64M");
+	unsetenv("FERRY_TRACE");
 	T_ASSERT(ctx->ld.mapped);
 	load_and_check(ctx, 0, "first load (staging)");
 	expect_hit(ctx, 0, 0, "first load");
@@ -115,6 +132,8 @@ static void check_second_load_maps(void)
 	}
 	range_and_check(ctx, 0, file_size - 3, 3);
 	T_OK(ferry_ctx_destroy(ctx));
+	expect_trace_row(trace, paths[0]);
+	free(trace);
 }
 
 /* Loads i, then waits for the registrar. */
