@@ -792,9 +792,13 @@ static int cuda_map_ready(struct ferry__device *dev, char *how, size_t how_len)
 	return 0;
 }
 
+/* Whole pages: a mapping's last page is mapped whole (past the end of file it
+ * reads zeros), and the driver pins pages. */
 static int cuda_map_register(struct ferry__device *dev, void *ptr, size_t len)
 {
+	size_t page = ferry__page_size();
 	int rc = bind_ctx(dev);
+	len = (len + page - 1) / page * page;
 #ifdef CU_MEMHOSTREGISTER_READ_ONLY
 	if (rc == 0)
 		rc = CU(cuMemHostRegister, ptr, len,
