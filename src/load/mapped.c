@@ -378,9 +378,9 @@ void ferry__mapped_release(struct ferry__mapped *m, struct ferry__mapping *e,
 
 /* Whether an offer of f is worth a descriptor: large, buffered, not cached
  * or offered already, and within the budget. Lock held. */
-static int wanted(const struct ferry__mapped *m, const struct ferry__file *f)
+static int wanted(struct ferry__mapped *m, const struct ferry__file *f)
 {
-	const struct ferry__mapping *e = find_inode((struct ferry__mapped *)m, &f->id);
+	const struct ferry__mapping *e = find_inode(m, &f->id);
 	return f->size >= FERRY__MAPPED_MIN && !f->direct && f->size <= m->budget &&
 	       !(e && same_id(&e->id, &f->id)) && m->noffers < MAX_OFFERS && !offered(m, &f->id);
 }
