@@ -209,6 +209,40 @@ static void truncated_under_copy(ferry_ctx *ctx)
 	ferry__io_file_close(f);
 }
 
+/* The engine's path for a failed mapped copy: its batch's event reports it to
+ * the ticket (host device: -FERRY_ECHANGED), and the engine stays usable. */
+static void truncated_under_queued_copy(ferry_ctx *ctx)
+{
+	struct ferry__device *dev = ctx->ld.dev;
+	struct ferry__staging *stg = ferry__lanes_get(ctx->ld.lanes, 0);
+	struct ferry__file *f;
+	void *map, *dst;
+	size_t len;
+	uint64_t seq;
+	write_file(path, 4);
+	T_OK(ferry__io_file_open(path, 0, &f));
+	T_OK(ferry__io_map(f, &map, &len));
+	T_OK(dev->ops->map_register(dev, map, len));
+	T_EQ(truncate(path, 4096), 0);
+	T_OK(dev->ops->mem_alloc(dev, len, &dst));
+	struct ferry__copy copy = { .dst = dst, .src_offset = 0, .len = len, .tag = path };
+	struct ferry__ticket t = { .stg = stg };
+	T_OK(ferry__staging_queue_mapped(stg, map, &copy, 1, &t, &seq));
+	int rc = ferry__staging_wait(stg, &t);
+	if (strcmp(dev->ops->name, "host") == 0 && rc != -FERRY_ECHANGED)
+		T_FAIL("host: a queued mapped copy past the end of file gave %d, want ECHANGED", rc);
+	T_ASSERT(ferry__staging_reached(stg, seq));
+	ferry__clear_error();
+	struct ferry__ticket after = { .stg = stg }; /* the next copy is not blamed */
+	copy.len = 4096;
+	T_OK(ferry__staging_queue_mapped(stg, map, &copy, 1, &after, &seq));
+	T_OK(ferry__staging_wait(stg, &after));
+	dev->ops->mem_free(dev, dst);
+	dev->ops->map_unregister(dev, map, len);
+	ferry__io_unmap(map, len);
+	ferry__io_file_close(f);
+}
+
 int main(void)
 {
 	if (!t_io_syscalls_wrapped())
@@ -232,6 +266,7 @@ int main(void)
 	t_io_after_pread(NULL, NULL);
 	ferry_ctx *ctx = tr_ctx(0, 2);
 	truncated_under_copy(ctx);
+	truncated_under_queued_copy(ctx);
 	T_OK(ferry_ctx_destroy(ctx));
 	t_rmtree(dir);
 	free(dir);
