@@ -190,6 +190,14 @@ static int worth_mapping(struct ferry__file *f)
 	       ferry__io_check_unchanged(f) == 0;
 }
 
+/* Puts f's path before the device's message (which names the call). */
+static void name_file(const struct ferry__file *f, int rc)
+{
+	char *why = ferry__error_copy();
+	ferry__fail(rc, "%s: registering its mapping: %s", f->path, why ? why : ferry_strerror(rc));
+	free(why);
+}
+
 /* Maps and registers f into a new entry (budget already reserved). */
 static int map_file(struct ferry__mapped *m, const struct ferry__file *f,
 		    struct ferry__mapping **out)
@@ -198,12 +206,11 @@ static int map_file(struct ferry__mapped *m, const struct ferry__file *f,
 	if (!e)
 		return ferry__fail(-ENOMEM, "%s: out of memory for a mapping", f->path);
 	e->id = f->id;
-	int rc = ferry__io_map(f, &e->addr, &e->len);
-	if (rc == 0)
-		rc = m->dev->ops->map_register(m->dev, e->addr, e->len);
+	int rc = ferry__io_map(f, &e->addr, &e->len); /* its message names the file */
+	if (rc == 0 && (rc = m->dev->ops->map_register(m->dev, e->addr, e->len)) < 0)
+		name_file(f, rc);
 	e->registered = rc == 0;
 	if (rc < 0) {
-		ferry__fail(rc, "%s: %s", f->path, ferry_last_error());
 		free_entry(m, e);
 		return rc;
 	}
