@@ -27,6 +27,9 @@
 
 /* Offers waiting for the registrar at most: each holds a descriptor. */
 #define MAX_OFFERS 64
+/* Hash buckets of the entries by inode: a lookup per load of a large file must
+ * not walk thousands of entries under the lock. */
+#define BUCKETS 4096
 
 struct lane_use {
 	struct ferry__staging *stg; /* NULL: no copy out of the entry on this slot yet */
@@ -42,6 +45,7 @@ struct ferry__mapping {
 	unsigned users;     /* loads between ferry__mapped_find and release */
 	struct lane_use uses[FERRY__MAX_LANES];
 	struct ferry__mapping *prev, *next; /* most recently used first */
+	struct ferry__mapping *hnext;       /* its bucket's chain */
 };
 
 struct offer {
@@ -57,6 +61,7 @@ struct ferry__mapped {
 	pthread_cond_t idle;         /* the registrar finished an offer */
 	struct ferry__mapping *head, *tail;
 	unsigned count;
+	struct ferry__mapping *buckets[BUCKETS];
 	struct offer *offers, *offers_tail;
 	unsigned noffers;
 	int busy, stopping, started;
@@ -69,6 +74,27 @@ static int same_id(const struct ferry__file_id *a, const struct ferry__file_id *
 {
 	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
 	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns && a->nlink == b->nlink;
+}
+
+static struct ferry__mapping **bucket(struct ferry__mapped *m, const struct ferry__file_id *id)
+{
+	uint64_t h = (id->ino * 0x9e3779b97f4a7c15ull) ^ id->dev;
+	return &m->buckets[(h >> 32) % BUCKETS];
+}
+
+static void hash_insert(struct ferry__mapped *m, struct ferry__mapping *e)
+{
+	struct ferry__mapping **b = bucket(m, &e->id);
+	e->hnext = *b;
+	*b = e;
+}
+
+static void hash_remove(struct ferry__mapped *m, struct ferry__mapping *e)
+{
+	struct ferry__mapping **p = bucket(m, &e->id);
+	while (*p != e)
+		p = &(*p)->hnext;
+	*p = e->hnext;
 }
 
 static void unlink_entry(struct ferry__mapped *m, struct ferry__mapping *e)
@@ -121,6 +147,7 @@ static int entry_idle(const struct ferry__mapping *e)
 static void retire_entry(struct ferry__mapped *m, struct ferry__mapping *e)
 {
 	unlink_entry(m, e);
+	hash_remove(m, e);
 	m->pinned -= e->len;
 }
 
@@ -235,6 +262,7 @@ static void register_offer(struct ferry__mapped *m, struct ferry__file *f)
 		return;
 	}
 	push_front(m, e);
+	hash_insert(m, e);
 	m->registered_ever++;
 }
 
@@ -322,7 +350,7 @@ void ferry__mapped_destroy(struct ferry__mapped *m)
 /* The entry of f's inode, whatever its version, or NULL. Lock held. */
 static struct ferry__mapping *find_inode(struct ferry__mapped *m, const struct ferry__file_id *id)
 {
-	for (struct ferry__mapping *e = m->head; e; e = e->next)
+	for (struct ferry__mapping *e = *bucket(m, id); e; e = e->hnext)
 		if (!e->stale && e->id.dev == id->dev && e->id.ino == id->ino)
 			return e;
 	return NULL;
