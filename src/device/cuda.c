@@ -801,8 +801,7 @@ static int cuda_map_register(struct ferry__device *dev, void *ptr, size_t len)
 	len = (len + page - 1) / page * page;
 #ifdef CU_MEMHOSTREGISTER_READ_ONLY
 	if (rc == 0)
-		rc = CU(cuMemHostRegister, ptr, len,
-			CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_READ_ONLY);
+		rc = CU(cuMemHostRegister, ptr, len, CU_MEMHOSTREGISTER_READ_ONLY); /* as measured */
 #else
 	if (rc == 0)
 		rc = ferry__fail(-FERRY_EUNSUPPORTED, "cuda: no CU_MEMHOSTREGISTER_READ_ONLY");
