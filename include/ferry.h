@@ -78,6 +78,14 @@ typedef struct ferry_ctx ferry_ctx;
  * dataset that fits in memory is warm for the next epoch, and with O_DIRECT
  * after that. Smaller reads are always buffered. Where a file system refuses
  * O_DIRECT, reads stay buffered.
+ *
+ * Zero copy: a warm file of 4 MiB or more that a context has read once is
+ * mapped and registered with the device in the background; later loads of the
+ * same file version (ferry_load*, ferry_read_range, the reader) copy it straight
+ * from the page cache, without a read. FERRY_PIN_BUDGET bounds the bytes kept
+ * registered (default a quarter of MemAvailable; 0 turns it off); `ferry env`
+ * says whether the device can. A file that changes or shrinks under it gives
+ * -FERRY_ECHANGED, never a crash.
  */
 enum ferry_direct {
 	FERRY_DIRECT_ENV = -1,   /* FERRY_ODIRECT decides (0, 1 or auto; default auto) */
@@ -357,6 +365,9 @@ struct ferry_reader_stats {
 	/* Files read, once per fetch (a file in every epoch counts every epoch): */
 	uint64_t files_buffered; /* through the page cache */
 	uint64_t files_direct;   /* with O_DIRECT (FERRY_ODIRECT=1, or auto's choice) */
+	/* copied straight from a registered mapping of the page cache, without a
+	 * read (warm files of 4 MiB or more, within FERRY_PIN_BUDGET) */
+	uint64_t files_mapped;
 };
 
 /* Lists the dataset and starts loading. Returns 0, -FERRY_ECONFIG (bad option,

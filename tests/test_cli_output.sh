@@ -70,6 +70,10 @@ run 0 env FERRY_ODIRECT=0 "$FERRY" env
 grep -q "^direct:  off" "$TMP/out" || fail "env, FERRY_ODIRECT=0: no 'direct:  off' line"
 run 0 env -u FERRY_ODIRECT FERRY_CACHE_BUDGET=0 "$FERRY" env
 grep -q "^direct:  auto: .*budget of 0 bytes" "$TMP/out" || fail "env, auto: no budget in the direct: line"
+run 0 env FERRY_PIN_BUDGET=0 "$FERRY" env
+grep -q "^mapped:  off: FERRY_PIN_BUDGET is 0" "$TMP/out" || fail "env, FERRY_PIN_BUDGET=0: no 'mapped:  off' line"
+run 0 env FERRY_PIN_BUDGET=1G "$FERRY" env
+grep -q "^mapped:  .*pin budget of 1073741824 bytes" "$TMP/out" || fail "env, FERRY_PIN_BUDGET=1G: no budget in the mapped: line"
 run 0 "$FERRY" read --json --verify "$TMP"/d/*.npy
 keys "read --json" device io files failed bytes seconds bytes_per_second verified dump_dir results
 value 'd["files"] == 3 and d["verified"] == 3 and d["bytes"] == 12288 and len(d["results"]) == 3' "read --json"
@@ -77,9 +81,9 @@ run 1 "$FERRY" read --json "$TMP/d/sample_000000.npy" "$TMP/missing.npy"
 value 'd["failed"] == 1 and d["results"][1]["ok"] is False and "No such file" in d["results"][1]["error"]' "read --json, a missing file"
 run 0 "$FERRY" read --json --root "$TMP/d" --batch 2 --epochs 2 --verify
 keys "read --root --json" device epochs batches samples bytes_delivered bytes_read seconds \
-	bytes_per_second verified files_buffered files_direct files_skipped skipped error
+	bytes_per_second verified files_buffered files_direct files_mapped files_skipped skipped error
 value 'd["epochs"] == 2 and d["samples"] == 6 and d["verified"] == 6 and d["skipped"] == []' "read --root --json"
-value 'd["files_buffered"] == 6 and d["files_direct"] == 0' "read --root --json: small files buffered"
+value 'd["files_buffered"] == 6 and d["files_direct"] == 0 and d["files_mapped"] == 0' "read --root --json: small files buffered"
 run 0 "$FERRY" gen --json --out "$TMP/g" --files 2 --size 8k
 keys "gen --json" dir files failed removed_stale payload_bytes seed dtype fortran_order byteorder seconds
 value 'd["files"] == 2 and d["payload_bytes"] == 16384 and d["dtype"] == "float32"' "gen --json"

@@ -77,9 +77,11 @@ const char ferry_cli_dataset_help[] =
 	"--json prints one object: {\"device\": \"cuda\"|\"host\", \"epochs\": N (epochs\n"
 	"delivered from), \"batches\": N, \"samples\": N, \"bytes_delivered\": N,\n"
 	"\"bytes_read\": N, \"seconds\": S, \"bytes_per_second\": R, \"verified\": N|null\n"
-	"(samples that matched; null without --verify), \"files_buffered\": N and\n"
-	"\"files_direct\": N (files read through the page cache and with O_DIRECT, once\n"
-	"per fetch; FERRY_ODIRECT=auto chooses per file), \"files_skipped\": N (skips\n"
+	"(samples that matched; null without --verify), \"files_buffered\": N,\n"
+	"\"files_direct\": N and \"files_mapped\": N (files read through the page cache,\n"
+	"with O_DIRECT, or copied straight from a registered mapping of the page cache,\n"
+	"once per fetch; FERRY_ODIRECT=auto chooses per file, FERRY_PIN_BUDGET bounds\n"
+	"the mappings), \"files_skipped\": N (skips\n"
 	"counted by the reader, a file once per epoch), \"skipped\": [{\"path\": P,\n"
 	"\"error\": MESSAGE}, ...]|null (null when the names cannot be told), \"error\":\n"
 	"MESSAGE|null (what ended the run early)}.\n"
@@ -638,12 +640,13 @@ static void print_summary(const struct dataset_run *d)
 	char got[32], read[32], time[32], rate[32];
 
 	fprintf(out, "read: %" PRIu64 " epoch%s, %" PRIu64 " batches, %" PRIu64 " samples, %s "
-		"delivered, %s read (%" PRIu64 " files buffered, %" PRIu64 " direct), %" PRIu64
+		"delivered, %s read (%" PRIu64 " files buffered, %" PRIu64 " direct, %" PRIu64
+		" mapped), %" PRIu64
 		" files skipped, in %s (%s, %s device)\n",
 		d->epochs, d->epochs == 1 ? "" : "s", d->st.batches, d->st.samples,
 		ferry_cli_bytes(d->st.bytes_delivered, got, sizeof(got)),
 		ferry_cli_bytes(d->st.bytes_read, read, sizeof(read)), d->st.files_buffered,
-		d->st.files_direct, d->st.files_skipped,
+		d->st.files_direct, d->st.files_mapped, d->st.files_skipped,
 		ferry_cli_seconds(secs, time, sizeof(time)),
 		ferry_cli_rate(d->st.bytes_delivered, secs, rate, sizeof(rate)),
 		ferry_ctx_device_kind(d->ctx));
@@ -668,8 +671,8 @@ static void print_json(const struct dataset_run *d)
 	else
 		fputs("null", stdout);
 	printf(", \"files_buffered\": %" PRIu64 ", \"files_direct\": %" PRIu64
-	       ", \"files_skipped\": %" PRIu64 ", \"skipped\": ", d->st.files_buffered,
-	       d->st.files_direct, d->st.files_skipped);
+	       ", \"files_mapped\": %" PRIu64 ", \"files_skipped\": %" PRIu64 ", \"skipped\": ",
+	       d->st.files_buffered, d->st.files_direct, d->st.files_mapped, d->st.files_skipped);
 	report_skips(d, stdout);
 	fputs(", \"error\": ", stdout);
 	if (d->error)

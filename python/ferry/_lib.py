@@ -216,7 +216,7 @@ class ReaderStats(ctypes.Structure):
     _fields_ = [("samples", ctypes.c_uint64), ("bytes_delivered", ctypes.c_uint64),
                 ("bytes_read", ctypes.c_uint64), ("files_skipped", ctypes.c_uint64),
                 ("batches", ctypes.c_uint64), ("files_buffered", ctypes.c_uint64),
-                ("files_direct", ctypes.c_uint64)]
+                ("files_direct", ctypes.c_uint64), ("files_mapped", ctypes.c_uint64)]
 
 
 class ReaderState(ctypes.Structure):

@@ -731,10 +731,12 @@ class Reader:
 
     def stats(self) -> Dict[str, int]:
         """Returns the reader's counters as a dict: samples, bytes_delivered,
-        bytes_read, files_skipped, batches, files_buffered and files_direct
-        (files read through the page cache and with O_DIRECT, once per fetch: a
-        file read every epoch counts every epoch; FERRY_ODIRECT=auto chooses
-        per file). Of the C reader in use: set_epoch and load_state_dict start
+        bytes_read, files_skipped, batches, files_buffered, files_direct and
+        files_mapped (files read through the page cache, with O_DIRECT, or
+        copied straight from a registered mapping of the page cache without a
+        read, once per fetch: a file read every epoch counts every epoch;
+        FERRY_ODIRECT=auto chooses per file, the zero-copy path takes warm
+        files of 4 MiB or more within FERRY_PIN_BUDGET). Of the C reader in use: set_epoch and load_state_dict start
         new counts."""
         h = self._hold()
         try:

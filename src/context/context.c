@@ -117,6 +117,28 @@ static int open_trace(ferry_ctx *ctx)
 				    strerror(-rc)) : 0;
 }
 
+/* The zero-copy path, where the pin budget and the device allow it; a device
+ * that cannot is no error of the context: ferry env says why. */
+static int create_mapped(ferry_ctx *ctx)
+{
+	struct ferry__device *dev = ctx->ld.dev;
+	if (!ctx->set.pin_budget) {
+		snprintf(ctx->mapped_why, sizeof(ctx->mapped_why), "FERRY_PIN_BUDGET is 0");
+		return 0;
+	}
+	if (!dev->ops->map_ready) {
+		snprintf(ctx->mapped_why, sizeof(ctx->mapped_why),
+			 "the %s device cannot register host memory", dev->ops->name);
+		return 0;
+	}
+	if (dev->ops->map_ready(dev, ctx->mapped_how, sizeof(ctx->mapped_how)) < 0) {
+		snprintf(ctx->mapped_why, sizeof(ctx->mapped_why), "%s", ferry_last_error());
+		ferry__clear_error();
+		return 0;
+	}
+	return ferry__mapped_create(dev, ctx->set.pin_budget, &ctx->ld.mapped);
+}
+
 /* Opens everything but the device, which the caller opened (ctx owns it). */
 static int finish_ctx(ferry_ctx *ctx, const struct ferry__io_ops *io)
 {
@@ -133,6 +155,8 @@ static int finish_ctx(ferry_ctx *ctx, const struct ferry__io_ops *io)
 		rc = create_lanes(ctx);
 	if (rc == 0 && ctx->ld.threads > 1)
 		rc = ferry__pool_create(ctx->ld.threads - 1, &ctx->ld.pool);
+	if (rc == 0)
+		rc = create_mapped(ctx);
 	ctx->set.trace_path = NULL; /* the environment's string: not kept */
 	return rc;
 }
@@ -177,7 +201,9 @@ int ferry_ctx_destroy(ferry_ctx *ctx)
 	if (!ctx)
 		return 0;
 	ferry__pool_destroy(ctx->ld.pool);
+	ferry__mapped_stop(ctx->ld.mapped); /* it asks the lanes about copies */
 	int rc = ferry__lanes_destroy(ctx->ld.lanes);
+	ferry__mapped_destroy(ctx->ld.mapped); /* no copy is in flight now */
 	if (ctx->ld.files_io && ctx->ld.files_io != ctx->ld.io)
 		ctx->ld.files_ops->fini(ctx->ld.files_io);
 	if (ctx->ld.io)
@@ -222,9 +248,27 @@ static void describe_direct(const struct ferry__loader *ld, char *buf, size_t le
 			 (unsigned long long)(ld->cache_budget >> 20));
 }
 
+/* The mapped: line of ferry env: the zero-copy path, or why there is none. */
+static void describe_mapped(ferry_ctx *ctx, char *buf, size_t len)
+{
+	struct ferry__mapped_stats st;
+	if (!ctx->ld.mapped) {
+		snprintf(buf, len, "off: %s", ctx->mapped_why);
+		return;
+	}
+	ferry__mapped_stats(ctx->ld.mapped, &st);
+	snprintf(buf, len, "warm files of %llu MiB or more are copied straight from the page "
+		 "cache, kept registered up to a pin budget of %llu bytes (%llu MiB): %s%s%s",
+		 (unsigned long long)(FERRY__MAPPED_MIN >> 20), (unsigned long long)st.budget,
+		 (unsigned long long)(st.budget >> 20), ctx->mapped_how,
+		 st.refused ? "; refused last: " : "", st.last_refusal);
+}
+
 int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 {
 	char device[256] = "", io[256] = "", convert[512] = "", direct[320] = "";
+	char mapped[1024] = "";
+	describe_mapped(ctx, mapped, sizeof(mapped));
 	const struct ferry__loader *ld = &ctx->ld;
 	ld->dev->ops->describe(ld->dev, device, sizeof(device));
 	describe_convert(ld->dev, convert, sizeof(convert));
@@ -240,6 +284,7 @@ int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 			"threads: %u, O_DIRECT %s\n"
 			"direct:  %s\n"
 			"convert: big-endian and Fortran-order payloads are %s\n"
+			"mapped:  %s\n"
 			"npz:     %s\n",
 			ferry_version(), device, ld->io_ops->name, *io ? ", " : "", io,
 			ctx->io_reason,
@@ -249,7 +294,7 @@ int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 			ctx->set.chunk_size >> 10,
 			ld->io_ops->placement == FERRY__STAGE_DEVICE ? "device" : "pinned host",
 			ctx->set.lanes, ctx->set.lanes == 1 ? "" : "s", ctx->set.max_buffers,
-			ld->threads, ferry__direct_name(ld->direct), direct, convert,
+			ld->threads, ferry__direct_name(ld->direct), direct, convert, mapped,
 			ferry__inflate_available()
 				? "stored and deflated members (libdeflate)"
 				: "stored members; deflated ones need libdeflate, which this build lacks");

@@ -29,6 +29,7 @@ struct ferry__settings {
 	unsigned launch_after;   /* copies a batch collects before it is launched */
 	int direct;              /* enum ferry_direct: NEVER, ALWAYS or AUTO */
 	uint64_t cache_budget;   /* AUTO: bytes of cold files read buffered at most */
+	uint64_t pin_budget;     /* zero copy: bytes of mappings kept registered; 0: off */
 	const char *trace_path;  /* NULL: no trace (valid while the context is made) */
 };
 
@@ -64,6 +65,8 @@ struct ferry_ctx {
 	struct ferry__trace *trace;  /* FERRY_TRACE, shared by the lanes */
 	char io_reason[160];         /* why this IO backend was chosen */
 	uint64_t cache_used;         /* ld.cache_used points here */
+	char mapped_why[512];        /* why there is no zero-copy path (ld.mapped NULL) */
+	char mapped_how[256];        /* how its copies run, when there is one */
 };
 
 /* Opens the device opt (or the environment) names, as ferry_ctx_create does. */

@@ -52,6 +52,10 @@ static const struct ferry__setting_info table[] = {
 	{ "FERRY_CACHE_BUDGET", "bytes, with k, M or G (e.g. 0, 512M, 8G)", "half of MemAvailable",
 	  "with FERRY_ODIRECT=auto: how many bytes of cold files a context reads through the "
 	  "page cache (so that they are warm next epoch) before it reads cold files with O_DIRECT" },
+	{ "FERRY_PIN_BUDGET", "bytes, with k, M or G (e.g. 0, 512M, 16G)", "a quarter of MemAvailable",
+	  "zero copy: how many bytes of warm files of 4 MiB or more a context keeps mapped and "
+	  "registered with the device, to copy them straight from the page cache (pinned "
+	  "pages cannot be reclaimed); 0 turns the zero-copy path off" },
 	{ "FERRY_TRACE", "a file path", "off", "write a CSV trace of the staging engines' events" },
 	{ "FERRY_CUDA_GATE", "auto, kernel", "auto",
 	  "tests only: how a CUDA test gate holds a stream (auto: cuStreamWaitValue32 where the "
@@ -223,6 +227,20 @@ static int resolve_budget(uint64_t *out)
 	return 0;
 }
 
+/* FERRY_PIN_BUDGET, else a quarter of MemAvailable (none, so no zero copy,
+ * when that cannot be read). */
+static int resolve_pin_budget(uint64_t *out)
+{
+	const char *text = env("FERRY_PIN_BUDGET");
+	uint64_t avail = 0;
+	*out = 0;
+	if (text && ferry__parse_size(text, out) < 0)
+		return invalid("FERRY_PIN_BUDGET", 1, text, row("FERRY_PIN_BUDGET")->values);
+	if (!text && ferry__io_mem_available(&avail) == 0)
+		*out = avail / 4;
+	return 0;
+}
+
 static int resolve_names(const struct ferry_ctx_options *opt, struct ferry__settings *s)
 {
 	static const char *const devices[] = { "auto", "cuda", "host", NULL };
@@ -277,6 +295,8 @@ int ferry__settings_resolve(const struct ferry_ctx_options *opt, struct ferry__s
 		rc = resolve_direct(opt->direct, &s.direct);
 	if (rc == 0)
 		rc = resolve_budget(&s.cache_budget);
+	if (rc == 0)
+		rc = resolve_pin_budget(&s.pin_budget);
 	if (rc == 0)
 		rc = resolve_staging(opt, &s);
 	if (rc == 0)

@@ -156,6 +156,8 @@ struct cuda_device {
 	CUmodule convert_module;
 	CUfunction swap[5];        /* ferry_swap_P, by log2(P) (1..4) */
 	CUfunction transpose[5];   /* ferry_transpose_S, by log2(S) (0..4) */
+	int map_state;             /* 0: not asked yet, 1: read-only registration works, < 0: not */
+	char map_why[512];         /* which call refused, when map_state < 0 */
 };
 
 struct cuda_gate {
@@ -446,6 +448,7 @@ static int cuda_copy_async(struct ferry__device *dev, struct ferry__stream *s, v
 		return rc;
 	switch (kind) {
 	case FERRY__H2D:
+	case FERRY__H2D_MAPPED: /* registered pages: DMA reads them, nothing faults */
 		return CU(cuMemcpyHtoDAsync, to_dptr(dst), src, len, cs);
 	case FERRY__D2D:
 		return CU(cuMemcpyDtoDAsync, to_dptr(dst), to_dptr(src), len, cs);
@@ -468,6 +471,7 @@ static int cuda_copy_sync(struct ferry__device *dev, void *dst, const void *src,
 		return rc;
 	switch (kind) {
 	case FERRY__H2D:
+	case FERRY__H2D_MAPPED:
 		rc = CU(cuMemcpyHtoD, to_dptr(dst), src, len);
 		break;
 	case FERRY__D2D:
@@ -746,6 +750,71 @@ static int cuda_convert_ready(struct ferry__device *dev, char *how, size_t how_l
 	return 0;
 }
 
+/* ---- read-only registrations of file mappings ------------------------------ */
+
+/* Asks attribute 113 whether the device reads host memory registered
+ * read-only; remembers which call refused. module_lock held. */
+static void probe_map_locked(struct ferry__device *dev)
+{
+	struct cuda_device *d = to_cuda(dev);
+	int yes = 0, rc = bind_ctx(dev);
+#ifdef CU_MEMHOSTREGISTER_READ_ONLY
+	if (rc == 0)
+		rc = CU(cuDeviceGetAttribute, &yes,
+			CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED, d->dev);
+	if (rc == 0 && !yes)
+		rc = ferry__fail(-FERRY_EUNSUPPORTED, "cuda: cuDeviceGetAttribute("
+				 "CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED) says 0: "
+				 "the device cannot read memory registered read-only");
+#else
+	if (rc == 0)
+		rc = ferry__fail(-FERRY_EUNSUPPORTED, "cuda: built with a cuda.h older than 11.1 "
+				 "(no CU_MEMHOSTREGISTER_READ_ONLY)");
+#endif
+	d->map_state = rc < 0 ? rc : 1;
+	if (rc < 0)
+		snprintf(d->map_why, sizeof(d->map_why), "%s", ferry_last_error());
+}
+
+static int cuda_map_ready(struct ferry__device *dev, char *how, size_t how_len)
+{
+	struct cuda_device *d = to_cuda(dev);
+	pthread_mutex_lock(&d->module_lock);
+	if (d->map_state == 0)
+		probe_map_locked(dev);
+	int rc = d->map_state < 0 ? d->map_state : 0;
+	pthread_mutex_unlock(&d->module_lock);
+	if (rc < 0)
+		return ferry__fail(rc, "%s", d->map_why);
+	if (how)
+		snprintf(how, how_len, "cuMemHostRegister(CU_MEMHOSTREGISTER_READ_ONLY) of the "
+			 "mapping, then cuMemcpyHtoDAsync straight from the page cache");
+	return 0;
+}
+
+/* Whole pages: a mapping's last page is mapped whole (past the end of file it
+ * reads zeros), and the driver pins pages. */
+static int cuda_map_register(struct ferry__device *dev, void *ptr, size_t len)
+{
+	size_t page = ferry__page_size();
+	int rc = bind_ctx(dev);
+	len = (len + page - 1) / page * page;
+#ifdef CU_MEMHOSTREGISTER_READ_ONLY
+	if (rc == 0)
+		rc = CU(cuMemHostRegister, ptr, len, CU_MEMHOSTREGISTER_READ_ONLY); /* as measured */
+#else
+	if (rc == 0)
+		rc = ferry__fail(-FERRY_EUNSUPPORTED, "cuda: no CU_MEMHOSTREGISTER_READ_ONLY");
+#endif
+	return rc;
+}
+
+static void cuda_map_unregister(struct ferry__device *dev, void *ptr, size_t len)
+{
+	if (bind_ctx(dev) == 0)
+		CU(cuMemHostUnregister, ptr);
+}
+
 static unsigned blocks_for(uint64_t units)
 {
 	return units < CONVERT_MAX_BLOCKS ? (unsigned)units : CONVERT_MAX_BLOCKS;
@@ -940,6 +1009,9 @@ const struct ferry__device_ops ferry__device_cuda = {
 	.convert_async = cuda_convert_async,
 	.scratch_alloc = cuda_scratch_alloc,
 	.scratch_free = cuda_scratch_free,
+	.map_ready = cuda_map_ready,
+	.map_register = cuda_map_register,
+	.map_unregister = cuda_map_unregister,
 };
 
 #endif /* FERRY_HAVE_CUDA_H */

@@ -24,6 +24,14 @@ enum ferry__copy_kind {
 	FERRY__H2D, /* host (pinned or pageable) to device */
 	FERRY__D2D, /* device to device */
 	FERRY__D2H, /* device to host */
+	/* Host to device out of a read-only file mapping (map_register): the
+	 * file may shrink under it. Such a copy never faults the process: CUDA's
+	 * DMA reads the registered (pinned) pages; the host backend copies with
+	 * process_vm_readv, where a page past the end of the file is EFAULT, not
+	 * SIGBUS. A page that is gone fails the copy with -FERRY_ECHANGED,
+	 * reported like any failed asynchronous copy: by the event recorded next
+	 * on its stream (event_query, event_sync). */
+	FERRY__H2D_MAPPED,
 };
 
 /* Where staging memory lives, which decides the copy out of it. */
@@ -161,6 +169,26 @@ struct ferry__device_ops {
 	int (*scratch_alloc)(struct ferry__device *dev, struct ferry__stream *s, size_t len,
 			     void **out);
 	void (*scratch_free)(struct ferry__device *dev, struct ferry__stream *s, void *ptr);
+
+	/*
+	 * Read-only registrations of file mappings, for FERRY__H2D_MAPPED copies
+	 * (load/mapped.c keeps them across loads; docs/design.md, "Zero copy").
+	 * NULL where the backend has none (then no file is ever mapped).
+	 *
+	 * map_ready says at its first call whether the device can read host
+	 * memory registered read-only (CUDA: device attribute 113,
+	 * CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED; host: always)
+	 * and caches the answer: 0, or a negative code with a message saying
+	 * which call refused (every later call says the same). One line into how
+	 * (may be NULL) says how copies out of a mapping run.
+	 */
+	int (*map_ready)(struct ferry__device *dev, char *how, size_t how_len);
+	/* Registers [ptr, ptr + len) (page aligned, a PROT_READ mapping) for
+	 * device reads. Costs about 30 ms a GiB on CUDA and serializes across
+	 * threads: never on a load's path. */
+	int (*map_register)(struct ferry__device *dev, void *ptr, size_t len);
+	/* Undoes map_register; no copy out of the range may be in flight. */
+	void (*map_unregister)(struct ferry__device *dev, void *ptr, size_t len);
 };
 
 extern const struct ferry__device_ops ferry__device_host;

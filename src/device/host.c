@@ -8,6 +8,11 @@
  * and gates of a device; workers never hold it while copying. Conversions run
  * on the worker too, with the host conversions of base/convert.c, in order
  * with the stream's copies, as a GPU's kernels run in order with its copies.
+ *
+ * A copy out of a file mapping (FERRY__H2D_MAPPED) reads with process_vm_readv
+ * on this process, so that a page past the end of a file that shrank is
+ * EFAULT rather than SIGBUS; its failure is kept on the stream and handed to
+ * the next event that completes there, as a GPU reports a failed copy.
  */
 #include "device/device.h"
 
@@ -16,11 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "base/base.h"
 
 enum op_kind {
-	OP_COPY, OP_MEMSET, OP_CONVERT, OP_FREE, OP_EVENT, OP_WAIT_EVENT, OP_GATE, OP_EXIT
+	OP_COPY, OP_COPY_MAPPED, OP_MEMSET, OP_CONVERT, OP_FREE, OP_EVENT, OP_WAIT_EVENT, OP_GATE, OP_EXIT
 };
 
 struct op {
@@ -49,12 +56,14 @@ struct ferry__stream {
 	struct op *head, *tail;
 	uint64_t queued, done;
 	struct op *exit_op; /* allocated up front: destroy cannot fail */
+	int error;          /* a mapped copy failed since the last event passed */
 };
 
 struct ferry__event {
 	uint64_t recorded;  /* generation of the latest record */
 	uint64_t completed; /* newest generation a worker has passed */
 	unsigned queued;    /* queued records and waits that still use it */
+	int error;          /* what failed on its stream before its latest record passed */
 	int destroyed;      /* destroyed while queued: the last of those frees it */
 };
 
@@ -123,16 +132,38 @@ static void convert_on_cpu(void *dst, const void *src, const struct ferry__conve
 		ferry__byteswap(dst, count, c->itemsize, c->is_complex);
 }
 
-/* An op that moves or changes data: run without the lock. */
-static void run_data_op(struct op *op)
+/* Copies len bytes of this process's memory at src (a file mapping) to dst
+ * through the kernel: a page past the end of the file is EFAULT, not a
+ * SIGBUS. Returns 0, or -FERRY_ECHANGED when a page is gone. */
+static int copy_from_mapping(void *dst, const void *src, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		struct iovec to = { (char *)dst + done, len - done };
+		struct iovec from = { (char *)src + done, len - done };
+		ssize_t got = process_vm_readv(getpid(), &to, 1, &from, 1, 0);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return errno == EFAULT || got == 0 ? -FERRY_ECHANGED : -errno;
+		done += (size_t)got;
+	}
+	return 0;
+}
+
+/* An op that moves or changes data: run without the lock. Returns 0 or the
+ * error of a mapped copy. */
+static int run_data_op(struct op *op)
 {
 	switch (op->kind) {
 	case OP_COPY: memmove(op->dst, op->src, op->len); break;
+	case OP_COPY_MAPPED: return copy_from_mapping(op->dst, op->src, op->len);
 	case OP_MEMSET: memset(op->dst, op->byte, op->len); break;
 	case OP_CONVERT: convert_on_cpu(op->dst, op->src, op->conv); break;
 	case OP_FREE: free(op->dst); break;
 	default: break;
 	}
+	return 0;
 }
 
 /* Runs one op outside the lock; the lock is held on entry and on return. */
@@ -141,16 +172,23 @@ static void run_op(struct ferry__stream *s, struct op *op)
 	struct host_device *d = s->dev;
 	switch (op->kind) {
 	case OP_COPY:
+	case OP_COPY_MAPPED:
 	case OP_MEMSET:
 	case OP_CONVERT:
-	case OP_FREE:
+	case OP_FREE: {
 		pthread_mutex_unlock(&d->lock);
-		run_data_op(op);
+		int rc = run_data_op(op);
 		pthread_mutex_lock(&d->lock);
+		if (rc < 0 && !s->error)
+			s->error = rc;
 		break;
+	}
 	case OP_EVENT:
-		if (op->event->completed < op->generation)
+		if (op->event->completed < op->generation) {
 			op->event->completed = op->generation;
+			op->event->error = s->error;
+			s->error = 0;
+		}
 		break;
 	case OP_WAIT_EVENT:
 		while (op->event->completed < op->generation)
@@ -273,12 +311,15 @@ static void host_stream_destroy(struct ferry__device *dev, struct ferry__stream 
 static int host_copy_async(struct ferry__device *dev, struct ferry__stream *s, void *dst,
 			   const void *src, size_t len, enum ferry__copy_kind kind)
 {
-	return enqueue(s, (struct op){ .kind = OP_COPY, .dst = dst, .src = src, .len = len });
+	enum op_kind op = kind == FERRY__H2D_MAPPED ? OP_COPY_MAPPED : OP_COPY;
+	return enqueue(s, (struct op){ .kind = op, .dst = dst, .src = src, .len = len });
 }
 
 static int host_copy_sync(struct ferry__device *dev, void *dst, const void *src, size_t len,
 			  enum ferry__copy_kind kind)
 {
+	if (kind == FERRY__H2D_MAPPED)
+		return copy_from_mapping(dst, src, len);
 	memmove(dst, src, len);
 	return 0;
 }
@@ -326,8 +367,9 @@ static int host_event_query(struct ferry__device *dev, struct ferry__event *ev)
 	struct host_device *d = host(dev);
 	pthread_mutex_lock(&d->lock);
 	int done = ev->completed >= ev->recorded;
+	int rc = done ? ev->error : -EAGAIN;
 	pthread_mutex_unlock(&d->lock);
-	return done ? 0 : -EAGAIN;
+	return rc;
 }
 
 static int host_event_sync(struct ferry__device *dev, struct ferry__event *ev)
@@ -337,8 +379,9 @@ static int host_event_sync(struct ferry__device *dev, struct ferry__event *ev)
 	uint64_t target = ev->recorded;
 	while (ev->completed < target)
 		pthread_cond_wait(&d->progress, &d->lock);
+	int rc = ev->error;
 	pthread_mutex_unlock(&d->lock);
-	return 0;
+	return rc;
 }
 
 static int host_stream_wait_event(struct ferry__device *dev, struct ferry__stream *s,
@@ -388,6 +431,25 @@ static int host_gate_open(struct ferry__device *dev, struct ferry__gate *g)
 static void host_gate_destroy(struct ferry__device *dev, struct ferry__gate *g)
 {
 	free(g);
+}
+
+/* ---- file mappings: nothing to register; copies go through the kernel ---- */
+
+static int host_map_ready(struct ferry__device *dev, char *how, size_t how_len)
+{
+	if (how)
+		snprintf(how, how_len, "the host device's stream workers copy out of the mapping "
+			 "with process_vm_readv (a file that shrank is an error, not SIGBUS)");
+	return 0;
+}
+
+static int host_map_register(struct ferry__device *dev, void *ptr, size_t len)
+{
+	return 0;
+}
+
+static void host_map_unregister(struct ferry__device *dev, void *ptr, size_t len)
+{
 }
 
 /* ---- conversions ---- */
@@ -472,4 +534,7 @@ const struct ferry__device_ops ferry__device_host = {
 	.convert_async = host_convert_async,
 	.scratch_alloc = host_scratch_alloc,
 	.scratch_free = host_scratch_free,
+	.map_ready = host_map_ready,
+	.map_register = host_map_register,
+	.map_unregister = host_map_unregister,
 };

@@ -134,6 +134,23 @@ int ferry__staging_cover(struct ferry__staging *stg, struct ferry__ticket *t);
  * so far when t is NULL) have completed. Returns 0 or the first error. */
 int ferry__staging_wait(struct ferry__staging *stg, struct ferry__ticket *t);
 
+/*
+ * Copies out of a file mapping rather than a staging buffer (load/mapped.c):
+ * each copy reads len bytes at base + src_offset (FERRY__H2D_MAPPED). The
+ * pending batch is launched first; these copies then form a batch of their
+ * own, launched at once, whose event reports their completion and failure
+ * (a failure reaches t, or the next wait(NULL) when t is NULL). *seq gets
+ * that batch's number, for ferry__staging_reached: the mapping must stay
+ * until then. Returns 0 or the launch's error; after an error *seq still
+ * names the last batch that may hold some of the copies.
+ */
+int ferry__staging_queue_mapped(struct ferry__staging *stg, const void *base,
+				const struct ferry__copy *copies, unsigned n,
+				struct ferry__ticket *t, uint64_t *seq);
+/* 1 when every batch up to seq has completed (reclaims completed batches by
+ * query first, never waits), else 0. */
+int ferry__staging_reached(struct ferry__staging *stg, uint64_t seq);
+
 void ferry__staging_stats(struct ferry__staging *stg, struct ferry__staging_stats *out);
 /* Writes the ids of free buffers (at most cap) into ids; returns how many. */
 unsigned ferry__staging_free_ids(struct ferry__staging *stg, unsigned *ids, unsigned cap);
@@ -149,9 +166,11 @@ size_t ferry__staging_chunk_size(struct ferry__staging *stg);
  * time_ns,thread,lane,event,buffer,batch,dst,bytes,file,offset
  * (file is quoted, with quotes doubled). Events: grow, lease, give_back,
  * queue (one per copy queued), launch, copy (one per copy issued), reclaim,
- * and one per load of a file through staging, saying how its bytes are read:
- * buffered or direct (O_DIRECT), with the load's span of the file in bytes
- * and offset (buffer -1, batch 0).
+ * and one per load of a file, saying how its bytes are read: buffered or
+ * direct (O_DIRECT) through staging, or mapped (copied straight from a
+ * registered mapping of the page cache, load/mapped.c), with the load's span
+ * of the file in bytes and offset (buffer -1, batch 0). Copies out of a
+ * mapping have buffer -1 in their queue and copy rows.
  */
 struct ferry__trace;
 

@@ -30,8 +30,9 @@ enum buf_state { BUF_FREE, BUF_LEASED, BUF_PENDING, BUF_IN_FLIGHT, BUF_LOST };
 
 struct staged_copy {
 	struct ferry__copy copy;
-	struct ferry__buf *buf;
+	struct ferry__buf *buf;       /* NULL: a copy out of a file mapping */
 	struct ferry__ticket *ticket;
+	const char *src;              /* what src_offset counts from: buf's data, or the mapping */
 };
 
 struct ferry__batch {
@@ -286,14 +287,14 @@ static int recover_from_fatal(struct ferry__staging *stg)
 
 static int issue_copies(struct ferry__staging *stg, struct ferry__batch *b)
 {
-	enum ferry__copy_kind kind = stg->placement == FERRY__STAGE_DEVICE ? FERRY__D2D : FERRY__H2D;
+	enum ferry__copy_kind staged = stg->placement == FERRY__STAGE_DEVICE ? FERRY__D2D : FERRY__H2D;
 	for (unsigned i = 0; i < b->ncopies; i++) {
 		struct staged_copy *c = &b->copies[i];
-		ferry__trace(stg->trace, stg->lane, "copy", (int)c->buf->id, b->seq, c->copy.dst, c->copy.len,
-			     c->copy.tag, c->copy.tag_offset);
+		ferry__trace(stg->trace, stg->lane, "copy", c->buf ? (int)c->buf->id : -1, b->seq,
+			     c->copy.dst, c->copy.len, c->copy.tag, c->copy.tag_offset);
 		int rc = stg->dev->ops->copy_async(stg->dev, stg->stream, c->copy.dst,
-						   (char *)c->buf->data + c->copy.src_offset,
-						   c->copy.len, kind);
+						   c->src + c->copy.src_offset, c->copy.len,
+						   c->buf ? staged : FERRY__H2D_MAPPED);
 		if (rc < 0)
 			return rc;
 	}
@@ -571,7 +572,7 @@ static int add_to_pending(struct ferry__staging *stg, struct ferry__buf *buf,
 		return rc;
 	for (unsigned i = 0; i < n; i++) {
 		struct ferry__ticket *ct = copies[i].ticket ? copies[i].ticket : t;
-		b->copies[b->ncopies++] = (struct staged_copy){ copies[i], buf, ct };
+		b->copies[b->ncopies++] = (struct staged_copy){ copies[i], buf, ct, buf->data };
 		if (ct)
 			ct->seq = b->seq;
 		ferry__trace(stg->trace, stg->lane, "queue", (int)buf->id, b->seq, copies[i].dst, copies[i].len,
@@ -636,6 +637,48 @@ int ferry__staging_cover(struct ferry__staging *stg, struct ferry__ticket *t)
 	}
 	pthread_mutex_unlock(&stg->lock);
 	return rc;
+}
+
+/* A batch of its own for copies out of the mapping at base, launched at once
+ * (after the pending batch), so that its event reports their failures alone. */
+static int launch_mapped(struct ferry__staging *stg, const char *base,
+			 const struct ferry__copy *copies, unsigned n, struct ferry__ticket *t)
+{
+	struct ferry__batch *b = stg->pending = new_batch(stg);
+	if (!b)
+		return ferry__fail(-ENOMEM, "staging: out of memory for a batch");
+	int rc = reserve_copies(b, n);
+	for (unsigned i = 0; rc == 0 && i < n; i++) {
+		b->copies[b->ncopies++] = (struct staged_copy){ copies[i], NULL, t, base };
+		ferry__trace(stg->trace, stg->lane, "queue", -1, b->seq, copies[i].dst,
+			     copies[i].len, copies[i].tag, copies[i].tag_offset);
+	}
+	if (rc == 0 && t)
+		t->seq = b->seq;
+	int launched = launch_pending(stg); /* an empty batch, when reserve failed */
+	return rc < 0 ? rc : launched;
+}
+
+int ferry__staging_queue_mapped(struct ferry__staging *stg, const void *base,
+				const struct ferry__copy *copies, unsigned n,
+				struct ferry__ticket *t, uint64_t *seq)
+{
+	pthread_mutex_lock(&stg->lock);
+	int rc = stg->fatal ? stg->fatal : launch_pending(stg);
+	if (rc == 0)
+		rc = launch_mapped(stg, base, copies, n, t);
+	*seq = stg->next_seq - 1;
+	pthread_mutex_unlock(&stg->lock);
+	return rc;
+}
+
+int ferry__staging_reached(struct ferry__staging *stg, uint64_t seq)
+{
+	pthread_mutex_lock(&stg->lock);
+	reclaim_completed(stg);
+	int done = stg->completed_seq >= seq;
+	pthread_mutex_unlock(&stg->lock);
+	return done;
 }
 
 /* Waits until every batch up to seq target is reclaimed. Lock held. */

@@ -165,6 +165,27 @@ fail:
 	return rc;
 }
 
+int ferry__io_file_dup(const struct ferry__file *f, struct ferry__file **out)
+{
+	struct ferry__file *d = calloc(1, sizeof(*d));
+	*out = NULL;
+	if (!d || !(d->path = strdup(f->path))) {
+		free(d);
+		return ferry__fail(-ENOMEM, "%s: out of memory", f->path);
+	}
+	d->fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
+	if (d->fd < 0) {
+		int err = -errno;
+		ferry__io_file_close(d);
+		return ferry__fail(err, "%s: dup: %s", f->path, strerror(-err));
+	}
+	d->direct = f->direct;
+	d->size = f->size;
+	d->id = f->id;
+	*out = d;
+	return 0;
+}
+
 /* Names what differs between two identities of path, into buf. */
 static void describe_change(const struct ferry__file_id *was, const struct ferry__file_id *now,
 			    char *buf, size_t len)

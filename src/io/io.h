@@ -36,6 +36,8 @@ struct ferry__file {
 	uint64_t size;      /* file size at open (id.size) */
 	struct ferry__file_id id; /* the file as it was opened */
 	void *backend;      /* backend-private (cuFile handle) */
+	int mapped;         /* the last load copied it from a registered mapping of the
+			     * page cache (load/mapped.c), not through staging */
 };
 
 /* One read of a batch: len bytes at offset into dst. result: bytes read, or a
@@ -138,6 +140,18 @@ int ferry__io_resident_mincore(const struct ferry__file *f, uint64_t offset, uin
 const char *ferry__io_residency_method(void);
 
 /*
+ * Maps the whole of the open file f (its size at open) read-only and shared
+ * from f's own descriptor (never by path), for copies straight out of the
+ * page cache (load/mapped.c). A page past the end of a file that shrank
+ * since raises SIGBUS when touched: only the device's FERRY__H2D_MAPPED
+ * copies, which never fault, may read it. Returns 0 with *addr and *len, or
+ * a negative code with a message naming the file.
+ */
+int ferry__io_map(const struct ferry__file *f, void **addr, size_t *len);
+/* Unmaps what ferry__io_map mapped (addr NULL is allowed). */
+void ferry__io_unmap(void *addr, size_t len);
+
+/*
  * Turns O_DIRECT on for f's descriptor in place (fcntl F_SETFL, keeping its
  * other flags; never a second open, so the bytes stay those of the file f
  * opened) and sets f->direct. Returns 0, or -errno without a message: -EINVAL
@@ -173,6 +187,12 @@ const struct ferry__io_ops *ferry__io_find(const char *name);
  * once per process. Returns 0 or a negative code with a message naming path.
  */
 int ferry__io_file_open(const char *path, int flags, struct ferry__file **out);
+
+/* A second ferry__file on a dup() of f's descriptor: the same open file (never
+ * the path again), with f's identity, for work that outlives f (the
+ * registrar of load/mapped.c). Close it with ferry__io_file_close. Returns 0
+ * or a negative code naming the file. */
+int ferry__io_file_dup(const struct ferry__file *f, struct ferry__file **out);
 
 /* Closes f's descriptor and frees f (NULL is allowed). */
 void ferry__io_file_close(struct ferry__file *f);

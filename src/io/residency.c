@@ -9,7 +9,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -136,6 +138,26 @@ const char *ferry__io_residency_method(void)
 	if (rc == -ENOSYS || rc == -EPERM)
 		__atomic_store_n(&cachestat_absent, 1, __ATOMIC_RELAXED);
 	return rc == -ENOSYS || rc == -EPERM ? "mincore" : "cachestat";
+}
+
+int ferry__io_map(const struct ferry__file *f, void **addr, size_t *len)
+{
+	*addr = NULL;
+	*len = 0;
+	if (f->size == 0 || f->size > SIZE_MAX)
+		return ferry__fail(-EINVAL, "%s: cannot map %" PRIu64 " bytes", f->path, f->size);
+	void *map = mmap(NULL, (size_t)f->size, PROT_READ, MAP_SHARED, f->fd, 0);
+	if (map == MAP_FAILED)
+		return ferry__fail(-errno, "%s: mmap: %s", f->path, strerror(errno));
+	*addr = map;
+	*len = (size_t)f->size;
+	return 0;
+}
+
+void ferry__io_unmap(void *addr, size_t len)
+{
+	if (addr)
+		munmap(addr, len);
 }
 
 int ferry__io_set_direct(struct ferry__file *f)

@@ -46,7 +46,9 @@ void ferry__load_choose(const struct ferry__loader *ld, struct ferry__file *f, u
 
 void ferry__load_count_file(struct ferry__load_stats *stats, const struct ferry__file *f)
 {
-	if (f->direct)
+	if (f->mapped)
+		stats->files_mapped++;
+	else if (f->direct)
 		stats->files_direct++;
 	else
 		stats->files_buffered++;

@@ -29,6 +29,9 @@ struct ferry__loader {
 	int direct;                  /* enum ferry_direct: NEVER, ALWAYS or AUTO */
 	uint64_t cache_budget;       /* AUTO: bytes of cold files read buffered at most */
 	uint64_t *cache_used;        /* AUTO: those read so far (atomic; the context's) */
+	/* Registered mappings of warm files that loads copy from without a read
+	 * (mapped.c), or NULL: FERRY_PIN_BUDGET=0, or the device cannot. */
+	struct ferry__mapped *mapped;
 };
 
 /* Opens path for reading through the loader's IO backend (O_DIRECT when the
@@ -52,6 +55,67 @@ void ferry__load_choose(const struct ferry__loader *ld, struct ferry__file *f, u
 /* Closes f (NULL is allowed). */
 void ferry__load_close(const struct ferry__loader *ld, struct ferry__file *f);
 
+/* ---- zero copy from registered page-cache mappings (mapped.c) ---- */
+
+/*
+ * Files smaller than this are never mapped. Registering costs about 30 ms a
+ * GiB plus a fixed cost a call, each mapping is one entry of /proc/self/maps
+ * (vm.max_map_count), and below a few MiB the staging copy costs little: a
+ * 4 MiB file is two default chunks, where the read's system calls already
+ * weigh little against the bytes.
+ */
+#define FERRY__MAPPED_MIN ((uint64_t)4 << 20)
+/* Mappings a context keeps at most: a quarter of the default
+ * vm.max_map_count (65530), whatever the pin budget. */
+#define FERRY__MAPPED_MAX 16384u
+
+struct ferry__mapped;  /* a context's registration cache and its registrar thread */
+struct ferry__mapping; /* one registered mapping of one version of a file */
+
+/* Makes a cache that pins at most budget bytes, with its registrar thread.
+ * The caller checked that dev can (map_ready). Returns 0 or a negative code. */
+int ferry__mapped_create(struct ferry__device *dev, uint64_t budget, struct ferry__mapped **out);
+/* Stops the registrar (offers not yet registered are dropped). Call it before
+ * the lanes go away: the registrar asks them whether copies completed. */
+void ferry__mapped_stop(struct ferry__mapped *m);
+/* Stops the registrar, then unregisters and unmaps every entry: call it once
+ * no copy is in flight (after the lanes were destroyed). NULL is allowed. */
+void ferry__mapped_destroy(struct ferry__mapped *m);
+
+/*
+ * After a load read f through staging: hands a dup() of f's descriptor to the
+ * registrar, which maps the whole file, registers it and inserts it when the
+ * file is whole in the page cache, unchanged, and fits in the budget (idle
+ * entries are evicted, least recently used first). Never waits for it; does
+ * nothing for small or direct files, or files cached or offered already.
+ */
+void ferry__mapped_offer(struct ferry__mapped *m, const struct ferry__file *f);
+/*
+ * The registered mapping of exactly f's version (its ferry__file_id), held
+ * for the caller until ferry__mapped_release, or NULL (m NULL, not cached,
+ * or another version: that entry is dropped once idle).
+ */
+struct ferry__mapping *ferry__mapped_find(struct ferry__mapped *m, const struct ferry__file *f);
+/* Where the whole file is mapped: byte k of the file is at addr + k. */
+const void *ferry__mapping_addr(const struct ferry__mapping *e);
+/* Ends the caller's hold on e, whose copies went in batch seq of stg (seq 0:
+ * none): e is not unmapped before that batch has completed. */
+void ferry__mapped_release(struct ferry__mapped *m, struct ferry__mapping *e,
+			   struct ferry__staging *stg, uint64_t seq);
+/* Tests: returns once every offer made so far is registered or refused, and
+ * idle stale entries are dropped. */
+void ferry__mapped_drain(struct ferry__mapped *m);
+
+struct ferry__mapped_stats {
+	unsigned entries;          /* mappings registered now */
+	uint64_t pinned, budget;   /* their bytes, and the most allowed */
+	uint64_t registered;       /* registrations ever made */
+	uint64_t refused;          /* registrations the device or the kernel refused */
+	uint64_t hits;             /* loads that found their file's mapping */
+	char last_refusal[256];    /* the newest of those, and why ("" if none) */
+};
+void ferry__mapped_stats(struct ferry__mapped *m, struct ferry__mapped_stats *out);
+
 /* Header bytes a load keeps to re-check: every header numpy writes fits. */
 #define FERRY__HEAD_MAX 512
 
@@ -67,9 +131,10 @@ struct ferry__load_stats {
 	uint64_t bytes_read;   /* bytes requested from storage (aligned, chunked) */
 	uint64_t reads;        /* read requests */
 	uint64_t files_buffered, files_direct; /* files read, by the path they took */
+	uint64_t files_mapped; /* files copied from a registered mapping, without a read */
 };
 
-/* Counts f in stats as read buffered or direct, by f->direct. */
+/* Counts f in stats as mapped, read direct or buffered (f->mapped, f->direct). */
 void ferry__load_count_file(struct ferry__load_stats *stats, const struct ferry__file *f);
 
 /* How to run one load. A zeroed struct waits for the copies, on one thread. */

@@ -332,6 +332,85 @@ static void choose_path(const struct ferry__loader *ld, struct ferry__file *f,
 				  start);
 }
 
+/* ---- zero copy: straight from a registered mapping (mapped.c) ---- */
+
+/* The copies of ranges out of f's mapping, one a range; -FERRY_ETRUNCATED
+ * (as a read would say) when a range runs past the file. */
+static int mapped_copies(const struct ferry__file *f, const struct ferry__range *ranges,
+			 unsigned n, struct ferry__copy *copies)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (ranges[i].offset > f->size || ranges[i].len > f->size - ranges[i].offset)
+			return ferry__fail(-FERRY_ETRUNCATED,
+					   "%s: file ends at byte %llu, expected at least %llu",
+					   f->path, (unsigned long long)f->size,
+					   (unsigned long long)(ranges[i].offset + ranges[i].len));
+		copies[i] = (struct ferry__copy){ .dst = ranges[i].dst,
+						  .src_offset = (size_t)ranges[i].offset,
+						  .len = (size_t)ranges[i].len, .tag = f->path,
+						  .tag_offset = ranges[i].offset };
+	}
+	return 0;
+}
+
+/* The message of a copy out of f's mapping that failed: a page gone means the
+ * file shrank under it. */
+static int mapped_copy_failed(const struct ferry__file *f, int rc)
+{
+	if (rc == -FERRY_ECHANGED)
+		return ferry__fail(rc, "%s: changed while being read: a page of its mapping is "
+				   "gone (the file shrank)", f->path);
+	return ferry__fail(rc, "%s: copying to the device failed: %s", f->path, ferry_strerror(rc));
+}
+
+/* Queues the copies out of e on the ticket's lane, then checks, as a read
+ * does, that the file did not change under them. */
+static int queue_mapped(const struct ferry__loader *ld, struct ferry__file *f,
+			struct ferry__mapping *e, const struct ferry__copy *copies, unsigned n,
+			struct ferry__ticket *ticket)
+{
+	uint64_t seq = 0;
+	int rc = ferry__staging_queue_mapped(ticket->stg, ferry__mapping_addr(e), copies, n,
+					     ticket, &seq);
+	ferry__mapped_release(ld->mapped, e, ticket->stg, seq);
+	if (rc < 0)
+		return mapped_copy_failed(f, rc);
+	return ferry__io_check_unchanged(f);
+}
+
+/* Loads the ranges from e: no read, no staging buffer, one copy a range. */
+static int load_mapped(const struct ferry__loader *ld, struct ferry__file *f,
+		       struct ferry__mapping *e, const struct ferry__range *ranges, unsigned n,
+		       const struct ferry__load_opts *opts, struct ferry__ticket *ticket)
+{
+	uint64_t start = ranges[0].offset, end = ranges[n - 1].offset + ranges[n - 1].len;
+	ferry__staging_trace_file(ticket->stg, "mapped", end - start, f->path, start);
+	struct ferry__copy *copies = calloc(n, sizeof(*copies));
+	int rc = copies ? mapped_copies(f, ranges, n, copies)
+			: ferry__fail(-ENOMEM, "%s: out of memory planning copies", f->path);
+	if (rc == 0)
+		rc = queue_mapped(ld, f, e, copies, n, ticket);
+	else
+		ferry__mapped_release(ld->mapped, e, ticket->stg, 0);
+	free(copies);
+	f->mapped = 1;
+	if (opts->async && rc == 0)
+		return 0;
+	int wait_rc = ferry__staging_wait(ticket->stg, ticket);
+	if (rc == 0 && wait_rc < 0)
+		rc = mapped_copy_failed(f, wait_rc);
+	return rc;
+}
+
+/* The mapping to load ranges from, or NULL: the read path. A CRC asked for
+ * needs the bytes in host staging, so it takes the read path. */
+static struct ferry__mapping *pick_mapping(const struct ferry__loader *ld, struct ferry__file *f,
+					   unsigned n, const struct ferry__load_opts *opts)
+{
+	f->mapped = 0;
+	return n && !opts->crc ? ferry__mapped_find(ld->mapped, f) : NULL;
+}
+
 void ferry__load_close(const struct ferry__loader *ld, struct ferry__file *f)
 {
 	if (f)
@@ -346,6 +425,9 @@ int ferry__load_ranges(const struct ferry__loader *ld, struct ferry__file *f,
 	struct ferry__ticket *ticket = opts->async ? opts->async : &own;
 	if (!ticket->stg) /* a load continuing on an async ticket stays on its lane */
 		ticket->stg = ferry__lanes_pick(ld->lanes);
+	struct ferry__mapping *e = pick_mapping(ld, f, n, opts);
+	if (e)
+		return ferry__fail_subject(load_mapped(ld, f, e, ranges, n, opts, ticket), f->path);
 	struct plan plan = { 0 };
 	if (n)
 		choose_path(ld, f, ranges, n, ticket->stg);
@@ -378,5 +460,7 @@ int ferry__load_ranges(const struct ferry__loader *ld, struct ferry__file *f,
 	free(job.message);
 	free(job.crcs);
 	free_plan(&plan);
+	if (rc == 0)
+		ferry__mapped_offer(ld->mapped, f);
 	return ferry__fail_subject(rc, f->path);
 }

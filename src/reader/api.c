@@ -15,6 +15,7 @@ static void account_locked(struct ferry_reader *r, const struct ferry_batch *b)
 	r->stats.files_skipped += b->skipped;
 	r->stats.files_buffered += b->files_buffered;
 	r->stats.files_direct += b->files_direct;
+	r->stats.files_mapped += b->files_mapped;
 	if (b->error)
 		return;
 	r->stats.samples += b->real;

@@ -100,7 +100,7 @@ static void reset_batch(struct ferry_reader *r, struct ferry_batch *b)
 	free(b->skip_msg);
 	b->msg = b->skip_msg = NULL;
 	b->bytes_read = b->skipped = b->replans = 0;
-	b->files_buffered = b->files_direct = 0;
+	b->files_buffered = b->files_direct = b->files_mapped = 0;
 	b->nitems = b->nout = 0;
 	for (unsigned i = 0; i < ferry__lanes_count(lanes); i++)
 		b->tickets[i] = (struct ferry__ticket){ .stg = ferry__lanes_get(lanes, i) };
@@ -243,6 +243,7 @@ static void batch_done(struct ferry_batch *b, int rc)
 		b->bytes_read += b->slots[i].stats.bytes_read;
 		b->files_buffered += b->slots[i].stats.files_buffered;
 		b->files_direct += b->slots[i].stats.files_direct;
+		b->files_mapped += b->slots[i].stats.files_mapped;
 	}
 	if (rc < 0 && !b->msg)
 		b->msg = strdup(ferry_last_error());

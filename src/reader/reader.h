@@ -193,7 +193,7 @@ struct ferry_batch {
 	int skip_error;                /* the last skipped file's error, and its message */
 	char *skip_msg;
 	uint64_t bytes_read, bytes_delivered, skipped, real;
-	uint64_t files_buffered, files_direct; /* the slots' files, by their path */
+	uint64_t files_buffered, files_direct, files_mapped; /* the slots' files, by their path */
 };
 
 struct header_entry;

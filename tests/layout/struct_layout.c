@@ -68,7 +68,7 @@ int main(void)
 	       F(epoch) F(samples) F(real_samples) F(batches) F(shard_id))
 	STRUCT(ferry_reader_stats,
 	       F(samples) F(bytes_delivered) F(bytes_read) F(files_skipped) F(batches)
-	       F(files_buffered) F(files_direct))
+	       F(files_buffered) F(files_direct) F(files_mapped))
 	STRUCT(ferry_reader_state,
 	       F(epoch) F(index) F(fingerprint))
 	STRUCT(ferry_batch_shape,

@@ -1,0 +1,487 @@
+/*
+ * The registration cache of the zero-copy path (docs/design.md, "Zero copy
+ * from the page cache"): whole-file read-only mappings of warm files,
+ * registered with the device once and kept across loads, so that a load
+ * copies straight out of the page cache without a read or a CPU copy.
+ *
+ * Registering costs about 30 ms a GiB and serializes across threads, so it
+ * never runs on a load's path: a load that read a large file through staging
+ * offers it (a dup of its descriptor) to the context's one registrar thread,
+ * which checks that the file is whole in the page cache, maps it, registers
+ * it and inserts it. Loads look files up by identity (ferry__file_id).
+ *
+ * The staging invariant, extended: a mapping is unregistered and unmapped only
+ * when no copy out of it is in flight. Each entry remembers, per lane, the
+ * batch that holds its newest copies (the engine's FIFO says when that batch
+ * completed) and how many loads hold it between lookup and queueing.
+ */
+#include "load/load.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+
+/* Offers waiting for the registrar at most: each holds a descriptor. */
+#define MAX_OFFERS 64
+/* Hash buckets of the entries by inode: a lookup per load of a large file must
+ * not walk thousands of entries under the lock. */
+#define BUCKETS 4096
+
+struct lane_use {
+	struct ferry__staging *stg; /* NULL: no copy out of the entry on this slot yet */
+	uint64_t seq;               /* the newest batch of copies out of the entry there */
+};
+
+struct ferry__mapping {
+	struct ferry__file_id id;
+	void *addr;
+	size_t len;
+	int registered;
+	int stale;          /* another version of its file was seen: drop when idle */
+	unsigned users;     /* loads between ferry__mapped_find and release */
+	struct lane_use uses[FERRY__MAX_LANES];
+	struct ferry__mapping *prev, *next; /* most recently used first */
+	struct ferry__mapping *hnext;       /* its bucket's chain */
+};
+
+struct offer {
+	struct ferry__file *f; /* a dup of the loaded file's descriptor */
+	struct offer *next;
+};
+
+struct ferry__mapped {
+	struct ferry__device *dev;
+	uint64_t budget, pinned;     /* bytes registered (or being registered) */
+	pthread_mutex_t lock;
+	pthread_cond_t work;         /* an offer came, or stop */
+	pthread_cond_t idle;         /* the registrar finished an offer */
+	struct ferry__mapping *head, *tail;
+	unsigned count;
+	struct ferry__mapping *buckets[BUCKETS];
+	struct offer *offers, *offers_tail;
+	unsigned noffers;
+	int busy, stopping, started;
+	pthread_t thread;
+	uint64_t registered_ever, refused, hits;
+	char last_refusal[256];      /* the newest registration that failed, and why */
+};
+
+static int same_id(const struct ferry__file_id *a, const struct ferry__file_id *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns && a->nlink == b->nlink;
+}
+
+static struct ferry__mapping **bucket(struct ferry__mapped *m, const struct ferry__file_id *id)
+{
+	uint64_t h = (id->ino * 0x9e3779b97f4a7c15ull) ^ id->dev;
+	return &m->buckets[(h >> 32) % BUCKETS];
+}
+
+static void hash_insert(struct ferry__mapped *m, struct ferry__mapping *e)
+{
+	struct ferry__mapping **b = bucket(m, &e->id);
+	e->hnext = *b;
+	*b = e;
+}
+
+static void hash_remove(struct ferry__mapped *m, struct ferry__mapping *e)
+{
+	struct ferry__mapping **p = bucket(m, &e->id);
+	while (*p != e)
+		p = &(*p)->hnext;
+	*p = e->hnext;
+}
+
+static void unlink_entry(struct ferry__mapped *m, struct ferry__mapping *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		m->head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		m->tail = e->prev;
+	e->prev = e->next = NULL;
+	m->count--;
+}
+
+static void push_front(struct ferry__mapped *m, struct ferry__mapping *e)
+{
+	e->prev = NULL;
+	e->next = m->head;
+	if (m->head)
+		m->head->prev = e;
+	else
+		m->tail = e;
+	m->head = e;
+	m->count++;
+}
+
+/* Unregisters, unmaps and frees an entry already unlinked (lock not held). */
+static void free_entry(struct ferry__mapped *m, struct ferry__mapping *e)
+{
+	if (e->registered)
+		m->dev->ops->map_unregister(m->dev, e->addr, e->len);
+	ferry__io_unmap(e->addr, e->len);
+	free(e);
+}
+
+/* No load holds e and every batch of copies out of it has completed. Lock held. */
+static int entry_idle(const struct ferry__mapping *e)
+{
+	if (e->users)
+		return 0;
+	for (unsigned i = 0; i < FERRY__MAX_LANES && e->uses[i].stg; i++)
+		if (!ferry__staging_reached(e->uses[i].stg, e->uses[i].seq))
+			return 0;
+	return 1;
+}
+
+/* Unlinks e and gives its bytes back to the budget. Lock held. */
+static void retire_entry(struct ferry__mapped *m, struct ferry__mapping *e)
+{
+	unlink_entry(m, e);
+	hash_remove(m, e);
+	m->pinned -= e->len;
+}
+
+/* The least recently used idle entry (stale ones first), or NULL. Lock held. */
+static struct ferry__mapping *idle_victim(struct ferry__mapped *m)
+{
+	for (struct ferry__mapping *e = m->tail; e; e = e->prev)
+		if (e->stale && entry_idle(e))
+			return e;
+	for (struct ferry__mapping *e = m->tail; e; e = e->prev)
+		if (entry_idle(e))
+			return e;
+	return NULL;
+}
+
+/*
+ * Reserves len bytes of the budget (and one entry of FERRY__MAPPED_MAX),
+ * evicting idle entries from the cold end. The lock is released while an
+ * evicted mapping is unregistered. Returns 1 when reserved, 0 when busy
+ * entries leave no room. Lock held on entry and return.
+ */
+static int make_room(struct ferry__mapped *m, uint64_t len)
+{
+	while (len > m->budget - m->pinned || m->count >= FERRY__MAPPED_MAX) {
+		struct ferry__mapping *victim = len <= m->budget ? idle_victim(m) : NULL;
+		if (!victim)
+			return 0;
+		retire_entry(m, victim);
+		pthread_mutex_unlock(&m->lock);
+		free_entry(m, victim);
+		pthread_mutex_lock(&m->lock);
+	}
+	m->pinned += len;
+	return 1;
+}
+
+/* Drops stale entries that nothing reads any more. Lock held on entry and return. */
+static void drop_stale(struct ferry__mapped *m)
+{
+	for (struct ferry__mapping *e = m->tail, *prev; e; e = prev) {
+		prev = e->prev;
+		if (!e->stale || !entry_idle(e))
+			continue;
+		retire_entry(m, e);
+		pthread_mutex_unlock(&m->lock);
+		free_entry(m, e);
+		pthread_mutex_lock(&m->lock);
+		prev = m->tail; /* the list may have changed meanwhile */
+	}
+}
+
+static void note_refusal(struct ferry__mapped *m, const struct ferry__file *f)
+{
+	pthread_mutex_lock(&m->lock);
+	m->refused++;
+	snprintf(m->last_refusal, sizeof(m->last_refusal), "%s", ferry_last_error());
+	pthread_mutex_unlock(&m->lock);
+	ferry__clear_error();
+}
+
+/* Whole in the page cache, and still the version the load read: mapping it
+ * then reads nothing from storage. */
+static int worth_mapping(struct ferry__file *f)
+{
+	uint64_t resident = 0;
+	return ferry__io_resident(f, 0, f->size, &resident) == 0 && resident >= f->size &&
+	       ferry__io_check_unchanged(f) == 0;
+}
+
+/* Puts f's path before the device's message (which names the call). */
+static void name_file(const struct ferry__file *f, int rc)
+{
+	char *why = ferry__error_copy();
+	ferry__fail(rc, "%s: registering its mapping: %s", f->path, why ? why : ferry_strerror(rc));
+	free(why);
+}
+
+/* Maps and registers f into a new entry (budget already reserved). */
+static int map_file(struct ferry__mapped *m, const struct ferry__file *f,
+		    struct ferry__mapping **out)
+{
+	struct ferry__mapping *e = calloc(1, sizeof(*e));
+	if (!e)
+		return ferry__fail(-ENOMEM, "%s: out of memory for a mapping", f->path);
+	e->id = f->id;
+	int rc = ferry__io_map(f, &e->addr, &e->len); /* its message names the file */
+	if (rc == 0 && (rc = m->dev->ops->map_register(m->dev, e->addr, e->len)) < 0)
+		name_file(f, rc);
+	e->registered = rc == 0;
+	if (rc < 0) {
+		free_entry(m, e);
+		return rc;
+	}
+	*out = e;
+	return 0;
+}
+
+/* The registrar's work for one offer. Lock held on entry and return. */
+static void register_offer(struct ferry__mapped *m, struct ferry__file *f)
+{
+	if (!make_room(m, f->size))
+		return;
+	pthread_mutex_unlock(&m->lock);
+	struct ferry__mapping *e = NULL;
+	int rc = worth_mapping(f) ? map_file(m, f, &e) : 1;
+	if (rc < 0)
+		note_refusal(m, f);
+	ferry__clear_error();
+	pthread_mutex_lock(&m->lock);
+	if (!e) {
+		m->pinned -= f->size;
+		return;
+	}
+	push_front(m, e);
+	hash_insert(m, e);
+	m->registered_ever++;
+}
+
+static void *registrar(void *arg)
+{
+	struct ferry__mapped *m = arg;
+	pthread_mutex_lock(&m->lock);
+	while (!m->stopping) {
+		struct offer *o = m->offers;
+		if (!o) {
+			drop_stale(m); /* releases the lock: offers may have come meanwhile */
+			if (m->offers)
+				continue;
+			pthread_cond_broadcast(&m->idle);
+			pthread_cond_wait(&m->work, &m->lock);
+			continue;
+		}
+		m->offers = o->next;
+		m->noffers--;
+		m->busy = 1;
+		register_offer(m, o->f);
+		m->busy = 0;
+		ferry__io_file_close(o->f);
+		free(o);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+int ferry__mapped_create(struct ferry__device *dev, uint64_t budget, struct ferry__mapped **out)
+{
+	struct ferry__mapped *m = calloc(1, sizeof(*m));
+	*out = NULL;
+	if (!m)
+		return ferry__fail(-ENOMEM, "zero copy: out of memory");
+	m->dev = dev;
+	m->budget = budget;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->work, NULL);
+	pthread_cond_init(&m->idle, NULL);
+	int rc = pthread_create(&m->thread, NULL, registrar, m);
+	if (rc) {
+		ferry__mapped_destroy(m);
+		return ferry__fail(-rc, "zero copy: cannot start the registrar thread");
+	}
+	m->started = 1;
+	*out = m;
+	return 0;
+}
+
+void ferry__mapped_stop(struct ferry__mapped *m)
+{
+	if (!m || !m->started)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->stopping = 1;
+	pthread_cond_signal(&m->work);
+	pthread_mutex_unlock(&m->lock);
+	pthread_join(m->thread, NULL);
+	m->started = 0;
+	while (m->offers) {
+		struct offer *o = m->offers;
+		m->offers = o->next;
+		ferry__io_file_close(o->f);
+		free(o);
+	}
+}
+
+void ferry__mapped_destroy(struct ferry__mapped *m)
+{
+	if (!m)
+		return;
+	ferry__mapped_stop(m);
+	while (m->head) {
+		struct ferry__mapping *e = m->head;
+		unlink_entry(m, e);
+		free_entry(m, e);
+	}
+	pthread_cond_destroy(&m->idle);
+	pthread_cond_destroy(&m->work);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+/* The entry of f's inode, whatever its version, or NULL. Lock held. */
+static struct ferry__mapping *find_inode(struct ferry__mapped *m, const struct ferry__file_id *id)
+{
+	for (struct ferry__mapping *e = *bucket(m, id); e; e = e->hnext)
+		if (!e->stale && e->id.dev == id->dev && e->id.ino == id->ino)
+			return e;
+	return NULL;
+}
+
+static int offered(const struct ferry__mapped *m, const struct ferry__file_id *id)
+{
+	for (const struct offer *o = m->offers; o; o = o->next)
+		if (same_id(&o->f->id, id))
+			return 1;
+	return 0;
+}
+
+struct ferry__mapping *ferry__mapped_find(struct ferry__mapped *m, const struct ferry__file *f)
+{
+	if (!m || f->size < FERRY__MAPPED_MIN)
+		return NULL;
+	pthread_mutex_lock(&m->lock);
+	struct ferry__mapping *e = find_inode(m, &f->id);
+	if (e && !same_id(&e->id, &f->id)) {
+		e->stale = 1; /* the registrar drops it once idle */
+		pthread_cond_signal(&m->work);
+		e = NULL;
+	}
+	if (e) {
+		m->hits++;
+		e->users++;
+		unlink_entry(m, e);
+		push_front(m, e);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return e;
+}
+
+const void *ferry__mapping_addr(const struct ferry__mapping *e)
+{
+	return e->addr;
+}
+
+/* The slot of stg in e's uses (a free one when stg has none yet). */
+static struct lane_use *use_slot(struct ferry__mapping *e, struct ferry__staging *stg)
+{
+	unsigned i = 0;
+	while (i < FERRY__MAX_LANES - 1 && e->uses[i].stg && e->uses[i].stg != stg)
+		i++;
+	return &e->uses[i];
+}
+
+void ferry__mapped_release(struct ferry__mapped *m, struct ferry__mapping *e,
+			   struct ferry__staging *stg, uint64_t seq)
+{
+	pthread_mutex_lock(&m->lock);
+	struct lane_use *u = use_slot(e, stg);
+	u->stg = stg;
+	if (seq > u->seq)
+		u->seq = seq;
+	e->users--;
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Whether an offer of f is worth a descriptor: large, buffered, not cached
+ * or offered already, and within the budget. Lock held. */
+static int wanted(struct ferry__mapped *m, const struct ferry__file *f)
+{
+	const struct ferry__mapping *e = find_inode(m, &f->id);
+	return f->size >= FERRY__MAPPED_MIN && !f->direct && f->size <= m->budget &&
+	       !(e && same_id(&e->id, &f->id)) && m->noffers < MAX_OFFERS && !offered(m, &f->id);
+}
+
+static void enqueue_offer(struct ferry__mapped *m, struct offer *o)
+{
+	o->next = NULL;
+	if (m->offers)
+		m->offers_tail->next = o;
+	else
+		m->offers = o;
+	m->offers_tail = o;
+	m->noffers++;
+	pthread_cond_signal(&m->work);
+}
+
+void ferry__mapped_offer(struct ferry__mapped *m, const struct ferry__file *f)
+{
+	if (!m || f->size < FERRY__MAPPED_MIN || f->direct)
+		return;
+	pthread_mutex_lock(&m->lock);
+	int want = wanted(m, f);
+	pthread_mutex_unlock(&m->lock);
+	struct offer *o = want ? malloc(sizeof(*o)) : NULL;
+	if (o && ferry__io_file_dup(f, &o->f) < 0) {
+		free(o);
+		o = NULL;
+	}
+	ferry__clear_error(); /* an offer refused is not the load's error */
+	if (!o)
+		return;
+	pthread_mutex_lock(&m->lock);
+	int queued = wanted(m, f); /* another thread may have offered it meanwhile */
+	if (queued)
+		enqueue_offer(m, o);
+	pthread_mutex_unlock(&m->lock);
+	if (!queued) {
+		ferry__io_file_close(o->f);
+		free(o);
+	}
+}
+
+void ferry__mapped_drain(struct ferry__mapped *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	pthread_cond_signal(&m->work);
+	while ((m->offers || m->busy) && m->started)
+		pthread_cond_wait(&m->idle, &m->lock);
+	drop_stale(m);
+	pthread_mutex_unlock(&m->lock);
+}
+
+void ferry__mapped_stats(struct ferry__mapped *m, struct ferry__mapped_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	out->entries = m->count;
+	out->pinned = m->pinned;
+	out->budget = m->budget;
+	out->registered = m->registered_ever;
+	out->refused = m->refused;
+	out->hits = m->hits;
+	snprintf(out->last_refusal, sizeof(out->last_refusal), "%s", m->last_refusal);
+	pthread_mutex_unlock(&m->lock);
+}
