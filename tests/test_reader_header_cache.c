@@ -41,17 +41,20 @@ static int read_epoch(ferry_ctx *ctx, ferry_reader *r, struct version old, struc
 	return is_new;
 }
 
-/* After a rewrite to v, at most the batches already loading show old; then v. */
+/* Batches in flight at a rewrite: the window, prefetch_depth + 1 (pipeline.c). */
+#define IN_FLIGHT 2
+
+/* After a rewrite to v, the batches already in flight may show either version,
+ * in either order (IO threads plan them in parallel, so a later one may have
+ * read its header before the rename and an earlier one after it); every batch
+ * scheduled after the rewrite shows v. Each sample is wholly one version. */
 static void expect_switch(ferry_ctx *ctx, ferry_reader *r, struct version old, struct version v)
 {
-	int seen_new = 0;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < IN_FLIGHT + 4; i++) {
 		int is_new = read_epoch(ctx, r, old, v);
-		if (seen_new)
+		if (i >= IN_FLIGHT)
 			T_ASSERT(is_new);
-		seen_new |= is_new;
 	}
-	T_ASSERT(seen_new);
 }
 
 int main(void)
