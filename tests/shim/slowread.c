@@ -7,6 +7,9 @@
  * works after libasan in LD_PRELOAD too (ASan's interceptor calls the next
  * pread, this one).
  */
+/* Fortified headers (Ubuntu's gcc turns _FORTIFY_SOURCE on by default) make
+ * pread an inline wrapper, which a definition of pread cannot replace. */
+#undef _FORTIFY_SOURCE
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
