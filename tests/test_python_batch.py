@@ -235,13 +235,14 @@ def test_no_call_per_sample(same, mixed, many, tmp):
         check(all(used == 0 and sampled == 0 for _, used, sampled in per_batch),
               "batch_size %d: using a batch called libferry: %r" % (size, per_batch))
         reading |= {n for n, _, _ in per_batch}
-        check(per_batch[0][0] == 5 and all(n == 4 for n, _, _ in per_batch[1:]),
+        check(per_batch[0][0] == 3 and all(n == 2 for n, _, _ in per_batch[1:]),
               "batch_size %d: calls of next_batch() %r" % (size, [n for n, _, _ in per_batch]))
         print("batch_size %d: next_batch() called libferry %r times a batch"
               % (size, sorted({n for n, _, _ in per_batch})))
     # The epoch's batch count is asked once an epoch: one more call at its first batch.
-    check(reading == {4, 5}, "next_batch() calls libferry %r times a batch, want 5 at an "
-          "epoch's first batch and 4 after, for every batch size" % sorted(reading))
+    check(reading == {2, 3}, "next_batch() calls libferry %r times a batch, want 3 at an "
+          "epoch's first batch and 2 after (the next batch, its description), for every "
+          "batch size" % sorted(reading))
     # paths and is_padding are read once, one call a sample, only when asked for.
     per_batch = count_calls(many, 32, lambda b: (b.paths, b.is_padding, b.paths, b[3]))
     check([k for _, _, k in per_batch] == [32, 32, 32], "paths: ferry_batch_sample calls %r"

@@ -8,6 +8,7 @@
  * larger (samples packed into one buffer), across epochs whose headers come
  * from the cache. A batch of mixed shapes is ragged: ferry_batch_shape says
  * so naming two files, and each sample is still whole at its own address.
+ * ferry_batch_describe agrees with the four calls it stands for, both ways.
  */
 #include "base/base.h"
 #include "test_reader_util.h"
@@ -33,12 +34,29 @@ static void *want_of(unsigned k, const int64_t *start, const int64_t *shape, uin
 	return tr_reference(300 + k, 2, 0, 0, 2, src, start, shape, "\0", n);
 }
 
+/* ferry_batch_describe says what ferry_batch_position, _data, _size and _shape say. */
+static void check_described(ferry_batch *b, int stacked)
+{
+	struct ferry_batch_info info;
+	struct ferry_batch_shape bs, zero = { 0 };
+	uint64_t epoch, index;
+	T_OK(ferry_batch_describe(b, &info));
+	T_OK(ferry_batch_position(b, &epoch, &index));
+	T_ASSERT(info.epoch == epoch && info.index == index);
+	T_ASSERT(info.data == ferry_batch_data(b));
+	T_EQ(info.size, ferry_batch_size(b));
+	T_EQ(info.stacked, stacked);
+	T_EQ(ferry_batch_shape(b, &bs), stacked ? 0 : -FERRY_EMISMATCH);
+	T_ASSERT(!memcmp(&info.shape, stacked ? &bs : &zero, sizeof(bs)));
+}
+
 /* Every row of the stacked batch is its sample, and the sample's own address. */
 static void check_stacked(ferry_ctx *ctx, ferry_batch *b, const int64_t *start,
 			  const int64_t *shape)
 {
 	struct ferry_batch_shape bs;
 	unsigned n = ferry_batch_size(b);
+	check_described(b, 1);
 	T_OK(ferry_batch_shape(b, &bs));
 	T_EQ(bs.dtype, FERRY_INT16);
 	T_EQ(bs.ndim, 3);
@@ -97,6 +115,7 @@ static void run_ragged(ferry_ctx *ctx, const char *dir)
 	ferry_batch *b;
 	T_OK(ferry_reader_open(ctx, &cfg, &r));
 	T_OK(ferry_reader_next(r, &b));
+	check_described(b, 0);
 	T_EQ(ferry_batch_shape(b, &bs), -FERRY_EMISMATCH);
 	T_ASSERT(strstr(ferry_last_error(), "f000.npy") && strstr(ferry_last_error(), "f003.npy"));
 	for (unsigned i = 0; i < ferry_batch_size(b); i++) {

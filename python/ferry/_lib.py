@@ -229,6 +229,11 @@ class BatchShape(ctypes.Structure):
                 ("shape", ctypes.c_int64 * (MAX_DIMS + 1)), ("nbytes", ctypes.c_uint64)]
 
 
+class BatchInfo(ctypes.Structure):
+    _fields_ = [("epoch", ctypes.c_uint64), ("index", ctypes.c_uint64), ("data", ctypes.c_void_p),
+                ("size", ctypes.c_uint), ("stacked", ctypes.c_int), ("shape", BatchShape)]
+
+
 _P = ctypes.c_void_p
 _PROTOTYPES = {
     "ferry_version": (ctypes.c_char_p, []),
@@ -274,6 +279,7 @@ _PROTOTYPES = {
     "ferry_batch_data": (_P, [_P]),
     "ferry_batch_position": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_uint64),
                                             ctypes.POINTER(ctypes.c_uint64)]),
+    "ferry_batch_describe": (ctypes.c_int, [_P, ctypes.POINTER(BatchInfo)]),
     "ferry_batch_wait": (ctypes.c_int, [_P]),
     "ferry_batch_stream_wait": (ctypes.c_int, [_P, _P]),
     "ferry_batch_release": (None, [_P]),

@@ -298,20 +298,20 @@ class Batch(collections.abc.Sequence):
             self.epoch, self.index, what, self.device)
 
 
-def _make_batch(owner, lib, ptr, device, epoch, index, last, stream):
-    """A Batch of the ferry_batch at ptr: a constant number of calls into
-    libferry, whatever the batch size."""
-    shape = _lib.BatchShape()
-    rc = lib.ferry_batch_shape(ptr, ctypes.byref(shape))
-    if rc == 0:
+def _make_batch(owner, lib, ptr, info, device, last, stream):
+    """A Batch of the ferry_batch at ptr, which ferry_batch_describe gave info
+    of: no further call into libferry unless the batch is ragged."""
+    if info.stacked:
+        shape = info.shape
         dims = tuple(shape.shape[:shape.ndim])
-        whole = Array(owner, lib.ferry_batch_data(ptr), dims, _lib.typestr(shape.dtype), device,
+        whole = Array(owner, info.data, dims, _lib.typestr(shape.dtype), device,
                       owner.ctx.device_id, stream=stream)
-        return Batch(owner, device, epoch, index, dims[0], whole, None, last)
+        return Batch(owner, device, info.epoch, info.index, dims[0], whole, None, last)
+    rc = lib.ferry_batch_shape(ptr, ctypes.byref(_lib.BatchShape()))
     if rc != -_lib.EMISMATCH:
         raise _lib.make_error(rc)
     ragged = _lib.make_error(rc)  # libferry's message names two files that differ
-    batch = Batch(owner, device, epoch, index, lib.ferry_batch_size(ptr), None, ragged, last)
+    batch = Batch(owner, device, info.epoch, info.index, info.size, None, ragged, last)
     batch._ragged_stream = stream
     return batch
 
@@ -961,17 +961,17 @@ class Reader:
             err.filename = _error_file(err.message)
             raise err
         owner = _BatchOwner(h, ptr.value)
-        epoch, index = ctypes.c_uint64(), ctypes.c_uint64()
-        _lib.check(lib.ferry_batch_position(ptr, ctypes.byref(epoch), ctypes.byref(index)))
-        batches = self._epoch_batches(h, epoch.value)
-        last = batches is not None and index.value + 1 >= batches
+        info = _lib.BatchInfo()
+        _lib.check(lib.ferry_batch_describe(ptr, ctypes.byref(info)))
+        batches = self._epoch_batches(h, info.epoch)
+        last = batches is not None and info.index + 1 >= batches
         device = h.ctx.device
         # libferry hands out complete batches: with no stream asked for, none
         # is named and nothing waits (no per-batch query of torch's stream).
         cai_stream = None
         if self._stream is not None:
             cai_stream = owner.ready_on(device, _stream_number(self._stream))
-        return _make_batch(owner, lib, ptr, device, epoch.value, index.value, last, cai_stream)
+        return _make_batch(owner, lib, ptr, info, device, last, cai_stream)
 
     def _epoch_batches(self, h, epoch):
         """The batches of epoch (a number fixed for the life of the C reader h),

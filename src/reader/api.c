@@ -180,17 +180,36 @@ static int ragged(const ferry_batch *b)
 	return ferry__fail(-FERRY_EMISMATCH, "%s: batch cannot be stacked", b->r->name);
 }
 
-int ferry_batch_shape(const ferry_batch *b, struct ferry_batch_shape *out)
+/* The stacked shape of a dense batch. */
+static void stacked_shape(const ferry_batch *b, struct ferry_batch_shape *out)
 {
 	const struct ferry_batch_layout *l = &b->lay;
-	memset(out, 0, sizeof(*out));
-	if (!l->dense)
-		return ragged(b);
 	out->dtype = l->dtype;
 	out->ndim = l->ndim + 1;
 	out->shape[0] = b->nout + b->npad;
 	memcpy(out->shape + 1, l->shape, sizeof(int64_t) * (size_t)l->ndim);
 	out->nbytes = l->sample_bytes * (b->nout + b->npad);
+}
+
+int ferry_batch_shape(const ferry_batch *b, struct ferry_batch_shape *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!b->lay.dense)
+		return ragged(b);
+	stacked_shape(b, out);
+	return 0;
+}
+
+int ferry_batch_describe(const ferry_batch *b, struct ferry_batch_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->epoch = b->epoch;
+	out->index = b->index;
+	out->data = b->mem;
+	out->size = b->nout + b->npad;
+	out->stacked = b->lay.dense;
+	if (out->stacked)
+		stacked_shape(b, &out->shape);
 	return 0;
 }
 

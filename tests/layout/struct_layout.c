@@ -73,6 +73,8 @@ int main(void)
 	       F(epoch) F(index) F(fingerprint))
 	STRUCT(ferry_batch_shape,
 	       F(dtype) F(ndim) F(shape) F(nbytes))
+	STRUCT(ferry_batch_info,
+	       F(epoch) F(index) F(data) F(size) F(stacked) F(shape))
 	printf("\n]}\n");
 	return ferror(stdout) ? 1 : 0;
 }
