@@ -40,15 +40,6 @@ static void write_files(void)
 	}
 }
 
-/* Drops path's pages from the page cache (written back first). */
-static void make_cold(const char *path)
-{
-	int fd = open(path, O_RDONLY);
-	T_ASSERT(fd >= 0 && fsync(fd) == 0);
-	T_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
-	close(fd);
-}
-
 /* The whole file read by the CPU, with O_DIRECT so that checking a load
  * leaves the page cache as the load left it (free()). */
 static unsigned char *cpu_read(const char *path, size_t *len)
@@ -151,7 +142,7 @@ static void expect_loads(const char *mode, const char *budget, unsigned n, const
 			 const int *warm, const char **want)
 {
 	for (unsigned i = 0; i < n; i++)
-		warm[i] ? make_warm(paths[i]) : make_cold(paths[i]);
+		warm[i] ? make_warm(paths[i]) : tr_drop_cache(paths[i]);
 	ferry_ctx *ctx = ctx_with(mode, budget);
 	for (unsigned i = 0; i < n; i++)
 		load_checked(ctx, paths[i]);
@@ -238,9 +229,9 @@ static void expect_counts(const char *mode, const char *budget, unsigned buffere
 static void cold_all(void)
 {
 	for (unsigned i = 0; i < NBIG; i++)
-		make_cold(big[i]);
+		tr_drop_cache(big[i]);
 	for (unsigned i = 0; i < NSMALL; i++)
-		make_cold(small[i]);
+		tr_drop_cache(small[i]);
 }
 
 static void test_reader(void)
