@@ -214,30 +214,18 @@ const char *ferry__direct_name(int direct)
 	return direct == FERRY_DIRECT_AUTO ? "auto" : direct == FERRY_DIRECT_ALWAYS ? "on" : "off";
 }
 
-/* FERRY_CACHE_BUDGET, else half of what the page cache could hold now (none
- * when that cannot be read: cold files then go direct). */
-static int resolve_budget(uint64_t *out)
+/* A size setting whose default is MemAvailable / divisor (0 when that cannot
+ * be read: FERRY_CACHE_BUDGET's cold files then go direct, FERRY_PIN_BUDGET's
+ * zero copy is off). */
+static int resolve_memory_share(const char *name, unsigned divisor, uint64_t *out)
 {
-	const char *text = env("FERRY_CACHE_BUDGET");
-	uint64_t avail = 0;
-	if (text && ferry__parse_size(text, out) < 0)
-		return invalid("FERRY_CACHE_BUDGET", 1, text, row("FERRY_CACHE_BUDGET")->values);
-	if (!text && ferry__io_mem_available(&avail) == 0)
-		*out = avail / 2;
-	return 0;
-}
-
-/* FERRY_PIN_BUDGET, else a quarter of MemAvailable (none, so no zero copy,
- * when that cannot be read). */
-static int resolve_pin_budget(uint64_t *out)
-{
-	const char *text = env("FERRY_PIN_BUDGET");
+	const char *text = env(name);
 	uint64_t avail = 0;
 	*out = 0;
 	if (text && ferry__parse_size(text, out) < 0)
-		return invalid("FERRY_PIN_BUDGET", 1, text, row("FERRY_PIN_BUDGET")->values);
+		return invalid(name, 1, text, row(name)->values);
 	if (!text && ferry__io_mem_available(&avail) == 0)
-		*out = avail / 4;
+		*out = avail / divisor;
 	return 0;
 }
 
@@ -294,9 +282,9 @@ int ferry__settings_resolve(const struct ferry_ctx_options *opt, struct ferry__s
 	if (rc == 0)
 		rc = resolve_direct(opt->direct, &s.direct);
 	if (rc == 0)
-		rc = resolve_budget(&s.cache_budget);
+		rc = resolve_memory_share("FERRY_CACHE_BUDGET", 2, &s.cache_budget);
 	if (rc == 0)
-		rc = resolve_pin_budget(&s.pin_budget);
+		rc = resolve_memory_share("FERRY_PIN_BUDGET", 4, &s.pin_budget);
 	if (rc == 0)
 		rc = resolve_staging(opt, &s);
 	if (rc == 0)
