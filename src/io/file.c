@@ -275,10 +275,14 @@ int ferry__io_read_host(struct ferry__file *f, void *buf, size_t len, uint64_t o
 	if (got_out)
 		*got_out = (size_t)got;
 	else if ((size_t)got < len)
-		return ferry__fail(-FERRY_ETRUNCATED, "%s: file ends at byte %" PRIu64
-				   ", expected at least %" PRIu64, f->path, offset + (uint64_t)got,
-				   offset + len);
+		return ferry__io_truncated(f, offset + (uint64_t)got, offset + len);
 	return 0;
+}
+
+int ferry__io_truncated(const struct ferry__file *f, uint64_t end, uint64_t want)
+{
+	return ferry__fail(-FERRY_ETRUNCATED, "%s: file ends at byte %" PRIu64
+			   ", expected at least %" PRIu64, f->path, end, want);
 }
 
 void ferry__io_file_close(struct ferry__file *f)

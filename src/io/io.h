@@ -213,4 +213,8 @@ int ferry__io_direct_eof(const struct ferry__file *f, size_t done);
 /* Sets the message "PATH: read at offset N: strerror(-err)" and returns err. */
 int ferry__io_read_failed(const struct ferry__file *f, uint64_t offset, int err);
 
+/* Sets the message "PATH: file ends at byte END, expected at least WANT" and
+ * returns -FERRY_ETRUNCATED. */
+int ferry__io_truncated(const struct ferry__file *f, uint64_t end, uint64_t want);
+
 #endif

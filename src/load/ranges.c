@@ -158,10 +158,7 @@ static int check_read(struct load_job *job, const struct planned_read *r, ssize_
 	if (got < 0)
 		return (int)got;
 	if ((size_t)got < r->need)
-		return ferry__fail(-FERRY_ETRUNCATED,
-				   "%s: file ends at byte %llu, expected at least %llu", job->f->path,
-				   (unsigned long long)(r->offset + (uint64_t)got),
-				   (unsigned long long)(r->offset + r->need));
+		return ferry__io_truncated(job->f, r->offset + (uint64_t)got, r->offset + r->need);
 	return 0;
 }
 
@@ -341,10 +338,7 @@ static int mapped_copies(const struct ferry__file *f, const struct ferry__range 
 {
 	for (unsigned i = 0; i < n; i++) {
 		if (ranges[i].offset > f->size || ranges[i].len > f->size - ranges[i].offset)
-			return ferry__fail(-FERRY_ETRUNCATED,
-					   "%s: file ends at byte %llu, expected at least %llu",
-					   f->path, (unsigned long long)f->size,
-					   (unsigned long long)(ranges[i].offset + ranges[i].len));
+			return ferry__io_truncated(f, f->size, ranges[i].offset + ranges[i].len);
 		copies[i] = (struct ferry__copy){ .dst = ranges[i].dst,
 						  .src_offset = (size_t)ranges[i].offset,
 						  .len = (size_t)ranges[i].len, .tag = f->path,
