@@ -100,13 +100,19 @@ int ferry__io_resident_mincore(const struct ferry__file *f, uint64_t offset, uin
 	return rc;
 }
 
-/* Whether cachestat cannot answer: the syscall is absent or filtered
- * (remembered), or refuses this file. */
+/* Whether err says cachestat is absent or filtered out (then remembered). */
+static int cachestat_missing(int err)
+{
+	int missing = err == -ENOSYS || err == -EPERM;
+	if (missing)
+		__atomic_store_n(&cachestat_absent, 1, __ATOMIC_RELAXED);
+	return missing;
+}
+
+/* Whether cachestat cannot answer: missing, or it refuses this file. */
 static int cachestat_refused(int err)
 {
-	if (err == -ENOSYS || err == -EPERM)
-		__atomic_store_n(&cachestat_absent, 1, __ATOMIC_RELAXED);
-	return err == -ENOSYS || err == -EPERM || err == -EINVAL || err == -EOPNOTSUPP;
+	return cachestat_missing(err) || err == -EINVAL || err == -EOPNOTSUPP;
 }
 
 int ferry__io_resident(const struct ferry__file *f, uint64_t offset, uint64_t len,
@@ -135,9 +141,7 @@ const char *ferry__io_residency_method(void)
 	int rc = __atomic_load_n(&cachestat_absent, __ATOMIC_RELAXED) ? -ENOSYS
 								      : cachestat_call(-1, 0, 0, &pages);
 
-	if (rc == -ENOSYS || rc == -EPERM)
-		__atomic_store_n(&cachestat_absent, 1, __ATOMIC_RELAXED);
-	return rc == -ENOSYS || rc == -EPERM ? "mincore" : "cachestat";
+	return cachestat_missing(rc) ? "mincore" : "cachestat";
 }
 
 int ferry__io_map(const struct ferry__file *f, void **addr, size_t *len)
