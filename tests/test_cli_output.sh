@@ -73,7 +73,7 @@ grep -q "^direct:  auto: .*budget of 0 bytes" "$TMP/out" || fail "env, auto: no 
 run 0 env FERRY_PIN_BUDGET=0 "$FERRY" env
 grep -q "^mapped:  off: FERRY_PIN_BUDGET is 0" "$TMP/out" || fail "env, FERRY_PIN_BUDGET=0: no 'mapped:  off' line"
 run 0 env FERRY_PIN_BUDGET=1G "$FERRY" env
-grep -q "^mapped:  .*pin budget of 1073741824 bytes" "$TMP/out" || fail "env, FERRY_PIN_BUDGET=1G: no budget in the mapped: line"
+grep -q "^mapped:  .*pin budget of 1024 MiB" "$TMP/out" || fail "env, FERRY_PIN_BUDGET=1G: no budget in the mapped: line"
 run 0 "$FERRY" read --json --verify "$TMP"/d/*.npy
 keys "read --json" device io files failed bytes seconds bytes_per_second verified dump_dir results
 value 'd["files"] == 3 and d["verified"] == 3 and d["bytes"] == 12288 and len(d["results"]) == 3' "read --json"

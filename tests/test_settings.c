@@ -13,7 +13,8 @@
 
 static const char *const variables[] = {
 	"FERRY_DEVICE", "FERRY_GPU", "FERRY_IO", "FERRY_CHUNK_SIZE", "FERRY_THREADS",
-	"FERRY_LANES", "FERRY_MAX_BUFFERS", "FERRY_ODIRECT", "FERRY_CACHE_BUDGET", "FERRY_PIN_BUDGET", "FERRY_TRACE",
+	"FERRY_LANES", "FERRY_MAX_BUFFERS", "FERRY_ODIRECT", "FERRY_CACHE_BUDGET", "FERRY_PIN_BUDGET", "FERRY_PIN_RESERVE",
+	"FERRY_TRACE",
 	"FERRY_CUDA_GATE",
 	"LOCAL_RANK", "RANK", "WORLD_SIZE",
 };
@@ -95,6 +96,7 @@ static void test_every_variable_refuses(void)
 		{ "FERRY_ODIRECT", "AUTO" }, { "FERRY_CACHE_BUDGET", "-1" },
 		{ "FERRY_CACHE_BUDGET", "lots" }, { "FERRY_CACHE_BUDGET", "8T" },
 		{ "FERRY_PIN_BUDGET", "-1" }, { "FERRY_PIN_BUDGET", "some" },
+		{ "FERRY_PIN_RESERVE", "-1" }, { "FERRY_PIN_RESERVE", "1T1" },
 		{ "LOCAL_RANK", "-3" },
 	};
 	for (size_t i = 0; i < FERRY__ARRAY_LEN(bad); i++)
@@ -161,12 +163,16 @@ static void test_direct_modes(void)
 	clear_env();
 	T_OK(ferry__settings_resolve(NULL, &s));
 	T_ASSERT(s.pin_budget > 0 && s.pin_budget <= avail / 4 + avail / 8); /* a quarter */
+	T_ASSERT(s.pin_reserve > 0 && s.pin_reserve <= avail / 8 + avail / 16); /* an eighth */
 	setenv("FERRY_PIN_BUDGET", "16G", 1);
 	T_OK(ferry__settings_resolve(NULL, &s));
 	T_EQ(s.pin_budget, 16ull << 30);
 	setenv("FERRY_PIN_BUDGET", "0", 1);
 	T_OK(ferry__settings_resolve(NULL, &s));
 	T_EQ(s.pin_budget, 0);
+	setenv("FERRY_PIN_RESERVE", "3G", 1);
+	T_OK(ferry__settings_resolve(NULL, &s));
+	T_EQ(s.pin_reserve, 3ull << 30);
 	clear_env();
 }
 

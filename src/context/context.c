@@ -136,7 +136,8 @@ static int create_mapped(ferry_ctx *ctx)
 		ferry__clear_error();
 		return 0;
 	}
-	return ferry__mapped_create(dev, ctx->set.pin_budget, &ctx->ld.mapped);
+	return ferry__mapped_create(dev, ctx->set.pin_budget, ctx->set.pin_reserve,
+				    &ctx->ld.mapped);
 }
 
 /* Opens everything but the device, which the caller opened (ctx owns it). */
@@ -257,11 +258,16 @@ static void describe_mapped(ferry_ctx *ctx, char *buf, size_t len)
 		return;
 	}
 	ferry__mapped_stats(ctx->ld.mapped, &st);
+	if (st.given_up) {
+		snprintf(buf, len, "off after %llu refused registrations (the last ones in a row); the last: %s",
+			 (unsigned long long)st.refused, st.last_refusal);
+		return;
+	}
 	snprintf(buf, len, "warm files of %llu MiB or more are copied straight from the page "
-		 "cache, kept registered up to a pin budget of %llu bytes (%llu MiB): %s%s%s",
-		 (unsigned long long)(FERRY__MAPPED_MIN >> 20), (unsigned long long)st.budget,
-		 (unsigned long long)(st.budget >> 20), ctx->mapped_how,
-		 st.refused ? "; refused last: " : "", st.last_refusal);
+		 "cache, kept registered up to a pin budget of %llu MiB while %llu MiB of memory "
+		 "stays available: %s%s%s", (unsigned long long)(FERRY__MAPPED_MIN >> 20),
+		 (unsigned long long)(st.budget >> 20), (unsigned long long)(st.reserve >> 20),
+		 ctx->mapped_how, st.refused ? "; refused last: " : "", st.last_refusal);
 }
 
 int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)

@@ -56,6 +56,10 @@ static const struct ferry__setting_info table[] = {
 	  "zero copy: how many bytes of warm files of 4 MiB or more a context keeps mapped and "
 	  "registered with the device, to copy them straight from the page cache (pinned "
 	  "pages cannot be reclaimed); 0 turns the zero-copy path off" },
+	{ "FERRY_PIN_RESERVE", "bytes, with k, M or G (e.g. 0, 1G)", "an eighth of MemAvailable",
+	  "zero copy: memory to leave available; below it (MemAvailable less the bytes "
+	  "pinned) nothing more is registered and registrations are given back, least "
+	  "recently used first (checked about once a second)" },
 	{ "FERRY_TRACE", "a file path", "off", "write a CSV trace of the staging engines' events" },
 	{ "FERRY_CUDA_GATE", "auto, kernel", "auto",
 	  "tests only: how a CUDA test gate holds a stream (auto: cuStreamWaitValue32 where the "
@@ -216,7 +220,7 @@ const char *ferry__direct_name(int direct)
 
 /* A size setting whose default is MemAvailable / divisor (0 when that cannot
  * be read: FERRY_CACHE_BUDGET's cold files then go direct, FERRY_PIN_BUDGET's
- * zero copy is off). */
+ * zero copy is off, FERRY_PIN_RESERVE reserves nothing). */
 static int resolve_memory_share(const char *name, unsigned divisor, uint64_t *out)
 {
 	const char *text = env(name);
@@ -285,6 +289,8 @@ int ferry__settings_resolve(const struct ferry_ctx_options *opt, struct ferry__s
 		rc = resolve_memory_share("FERRY_CACHE_BUDGET", 2, &s.cache_budget);
 	if (rc == 0)
 		rc = resolve_memory_share("FERRY_PIN_BUDGET", 4, &s.pin_budget);
+	if (rc == 0)
+		rc = resolve_memory_share("FERRY_PIN_RESERVE", 8, &s.pin_reserve);
 	if (rc == 0)
 		rc = resolve_staging(opt, &s);
 	if (rc == 0)

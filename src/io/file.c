@@ -99,6 +99,15 @@ static int64_t timespec_ns(struct timespec ts)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static struct ferry__file_id id_of(const struct stat *st)
+{
+	return (struct ferry__file_id){ .dev = st->st_dev, .ino = st->st_ino,
+					.size = (uint64_t)st->st_size,
+					.mtime_ns = timespec_ns(st->st_mtim),
+					.ctime_ns = timespec_ns(st->st_ctim),
+					.nlink = (uint64_t)st->st_nlink };
+}
+
 /* Reads f's identity from its descriptor. Returns 0 or -errno. */
 static int stat_id(const struct ferry__file *f, struct ferry__file_id *id, mode_t *mode)
 {
@@ -106,12 +115,18 @@ static int stat_id(const struct ferry__file *f, struct ferry__file_id *id, mode_
 
 	if (fstat(f->fd, &st) < 0)
 		return open_failed(f->path, errno);
-	*id = (struct ferry__file_id){ .dev = st.st_dev, .ino = st.st_ino,
-				       .size = (uint64_t)st.st_size,
-				       .mtime_ns = timespec_ns(st.st_mtim),
-				       .ctime_ns = timespec_ns(st.st_ctim),
-				       .nlink = (uint64_t)st.st_nlink };
+	*id = id_of(&st);
 	*mode = st.st_mode;
+	return 0;
+}
+
+int ferry__io_path_id(const char *path, struct ferry__file_id *out)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	*out = id_of(&st);
 	return 0;
 }
 

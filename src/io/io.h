@@ -122,6 +122,14 @@ int ferry__io_read_host(struct ferry__file *f, void *buf, size_t len, uint64_t o
  */
 int ferry__io_check_unchanged(struct ferry__file *f);
 
+/*
+ * The identity of whatever path names now (stat, following links), for
+ * questions about a file no longer open: was it replaced or removed since?
+ * Never a way to read it (reads go through the file opened). Returns 0, or
+ * -errno without a message.
+ */
+int ferry__io_path_id(const char *path, struct ferry__file_id *out);
+
 /* ==== the page cache (residency.c) ==== */
 
 /*

@@ -72,9 +72,16 @@ void ferry__load_close(const struct ferry__loader *ld, struct ferry__file *f);
 struct ferry__mapped;  /* a context's registration cache and its registrar thread */
 struct ferry__mapping; /* one registered mapping of one version of a file */
 
-/* Makes a cache that pins at most budget bytes, with its registrar thread.
- * The caller checked that dev can (map_ready). Returns 0 or a negative code. */
-int ferry__mapped_create(struct ferry__device *dev, uint64_t budget, struct ferry__mapped **out);
+/*
+ * Makes a cache that pins at most budget bytes, with its registrar thread.
+ * It registers nothing that would leave less than reserve bytes of memory
+ * available (MemAvailable less what it pins), and gives registrations back,
+ * least recently used first, when the machine falls below that (checked
+ * about once a second). The caller checked that dev can (map_ready).
+ * Returns 0 or a negative code.
+ */
+int ferry__mapped_create(struct ferry__device *dev, uint64_t budget, uint64_t reserve,
+			 struct ferry__mapped **out);
 /* Stops the registrar (offers not yet registered are dropped). Call it before
  * the lanes go away: the registrar asks them whether copies completed. */
 void ferry__mapped_stop(struct ferry__mapped *m);
@@ -102,16 +109,24 @@ const void *ferry__mapping_addr(const struct ferry__mapping *e);
  * none): e is not unmapped before that batch has completed. */
 void ferry__mapped_release(struct ferry__mapped *m, struct ferry__mapping *e,
 			   struct ferry__staging *stg, uint64_t seq);
-/* Tests: returns once every offer made so far is registered or refused, and
- * idle stale entries are dropped. */
+/* Tests: returns once every offer made so far is registered or refused and
+ * the registrar has swept once since the call (files gone from their path
+ * marked stale, idle stale entries dropped, memory pressure relieved). */
 void ferry__mapped_drain(struct ferry__mapped *m);
+/* Changes the reserve of ferry__mapped_create (tests: pressure on demand). */
+void ferry__mapped_set_reserve(struct ferry__mapped *m, uint64_t reserve);
 
 struct ferry__mapped_stats {
 	unsigned entries;          /* mappings registered now */
 	uint64_t pinned, budget;   /* their bytes, and the most allowed */
+	uint64_t reserve;          /* memory left available, or registrations go */
 	uint64_t registered;       /* registrations ever made */
 	uint64_t refused;          /* registrations the device or the kernel refused */
+	int given_up;              /* refused MAX_REFUSALS times in a row: no more tries */
 	uint64_t hits;             /* loads that found their file's mapping */
+	uint64_t released;         /* registrations given back under memory pressure */
+	uint64_t gone;             /* entries whose file left its path */
+	uint64_t pressed;          /* offers not registered for want of memory */
 	char last_refusal[256];    /* the newest of those, and why ("" if none) */
 };
 void ferry__mapped_stats(struct ferry__mapped *m, struct ferry__mapped_stats *out);

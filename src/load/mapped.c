@@ -13,12 +13,20 @@
  * The staging invariant, extended: a mapping is unregistered and unmapped only
  * when no copy out of it is in flight. Each entry remembers, per lane, the
  * batch that holds its newest copies (the engine's FIFO says when that batch
- * completed) and how many loads hold it between lookup and queueing.
+ * completed) and how many loads hold it between lookup and queueing. Only the
+ * registrar frees entries (and the context's close, once it has stopped), so
+ * it may look at them with the lock released.
+ *
+ * Pinned pages cannot be reclaimed, so the registrar also gives registrations
+ * back: when the machine runs short of memory (the reserve), when their file
+ * is gone from its path (nothing will look them up again), and for good after
+ * the platform refused MAX_REFUSALS registrations in a row.
  */
 #include "load/load.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +38,13 @@
 /* Hash buckets of the entries by inode: a lookup per load of a large file must
  * not walk thousands of entries under the lock. */
 #define BUCKETS 4096
+/* Registrations refused in a row (none succeeding) after which the registrar
+ * stops trying: the platform refuses, and each try maps a file for nothing. */
+#define MAX_REFUSALS 3
+/* How often an idle registrar checks for memory pressure (one read of
+ * /proc/meminfo), and for files gone from their path (a stat an entry). */
+#define PRESSURE_PERIOD_NS 1000000000ll
+#define GONE_PERIOD_NS 10000000000ll
 
 struct lane_use {
 	struct ferry__staging *stg; /* NULL: no copy out of the entry on this slot yet */
@@ -38,6 +53,7 @@ struct lane_use {
 
 struct ferry__mapping {
 	struct ferry__file_id id;
+	char *path;         /* the path it was offered by: is it still there? */
 	void *addr;
 	size_t len;
 	int registered;
@@ -56,17 +72,22 @@ struct offer {
 struct ferry__mapped {
 	struct ferry__device *dev;
 	uint64_t budget, pinned;     /* bytes registered (or being registered) */
+	uint64_t reserve;            /* memory to leave free, as ferry__mapped_create says */
 	pthread_mutex_t lock;
-	pthread_cond_t work;         /* an offer came, or stop */
-	pthread_cond_t idle;         /* the registrar finished an offer */
+	pthread_cond_t work;         /* an offer came, a sweep is asked for, or stop */
+	pthread_cond_t idle;         /* the registrar has no offer left and swept */
 	struct ferry__mapping *head, *tail;
 	unsigned count;
 	struct ferry__mapping *buckets[BUCKETS];
 	struct offer *offers, *offers_tail;
 	unsigned noffers;
-	int busy, stopping, started;
+	int stopping, started;
 	pthread_t thread;
-	uint64_t registered_ever, refused, hits;
+	uint64_t sweeps_asked, sweeps_done; /* ferry__mapped_drain's forced sweeps */
+	uint64_t next_pressure_ns, next_gone_ns;
+	unsigned refused_in_row;
+	int given_up;                /* MAX_REFUSALS in a row: no more offers */
+	uint64_t registered_ever, refused, hits, released, gone, pressed;
 	char last_refusal[256];      /* the newest registration that failed, and why */
 };
 
@@ -129,6 +150,7 @@ static void free_entry(struct ferry__mapped *m, struct ferry__mapping *e)
 	if (e->registered)
 		m->dev->ops->map_unregister(m->dev, e->addr, e->len);
 	ferry__io_unmap(e->addr, e->len);
+	free(e->path);
 	free(e);
 }
 
@@ -149,6 +171,16 @@ static void retire_entry(struct ferry__mapped *m, struct ferry__mapping *e)
 	unlink_entry(m, e);
 	hash_remove(m, e);
 	m->pinned -= e->len;
+}
+
+/* Retires e and frees it, the lock released meanwhile (unregistering takes
+ * time). Registrar only. Lock held on entry and return. */
+static void evict(struct ferry__mapped *m, struct ferry__mapping *e)
+{
+	retire_entry(m, e);
+	pthread_mutex_unlock(&m->lock);
+	free_entry(m, e);
+	pthread_mutex_lock(&m->lock);
 }
 
 /* The least recently used idle entry (stale ones first), or NULL. Lock held. */
@@ -175,10 +207,7 @@ static int make_room(struct ferry__mapped *m, uint64_t len)
 		struct ferry__mapping *victim = len <= m->budget ? idle_victim(m) : NULL;
 		if (!victim)
 			return 0;
-		retire_entry(m, victim);
-		pthread_mutex_unlock(&m->lock);
-		free_entry(m, victim);
-		pthread_mutex_lock(&m->lock);
+		evict(m, victim);
 	}
 	m->pinned += len;
 	return 1;
@@ -191,21 +220,41 @@ static void drop_stale(struct ferry__mapped *m)
 		prev = e->prev;
 		if (!e->stale || !entry_idle(e))
 			continue;
-		retire_entry(m, e);
-		pthread_mutex_unlock(&m->lock);
-		free_entry(m, e);
-		pthread_mutex_lock(&m->lock);
+		evict(m, e);
 		prev = m->tail; /* the list may have changed meanwhile */
 	}
 }
 
-static void note_refusal(struct ferry__mapped *m, const struct ferry__file *f)
+/* Counts a refusal (lock held); enough of them in a row end the offers. */
+static void note_refusal(struct ferry__mapped *m)
 {
-	pthread_mutex_lock(&m->lock);
 	m->refused++;
+	if (++m->refused_in_row >= MAX_REFUSALS)
+		m->given_up = 1;
 	snprintf(m->last_refusal, sizeof(m->last_refusal), "%s", ferry_last_error());
-	pthread_mutex_unlock(&m->lock);
 	ferry__clear_error();
+}
+
+/* MemAvailable into *avail, the lock released meanwhile. Returns 0, or a
+ * negative code when it cannot be read (then there is no pressure to see). */
+static int read_available(struct ferry__mapped *m, uint64_t *avail)
+{
+	pthread_mutex_unlock(&m->lock);
+	int rc = ferry__io_mem_available(avail);
+	pthread_mutex_lock(&m->lock);
+	return rc;
+}
+
+/*
+ * How many bytes short of the reserve the machine would be with more bytes
+ * pinned on top of what this cache pins: MemAvailable counts pinned page-cache
+ * pages as reclaimable, which they are not, so they are taken off it. Lock held.
+ */
+static uint64_t shortfall(const struct ferry__mapped *m, uint64_t avail, uint64_t more)
+{
+	uint64_t left = avail > m->pinned ? avail - m->pinned : 0;
+	uint64_t want = more > UINT64_MAX - m->reserve ? UINT64_MAX : m->reserve + more;
+	return left >= want ? 0 : want - left;
 }
 
 /* Whole in the page cache, and still the version the load read: mapping it
@@ -233,6 +282,10 @@ static int map_file(struct ferry__mapped *m, const struct ferry__file *f,
 	if (!e)
 		return ferry__fail(-ENOMEM, "%s: out of memory for a mapping", f->path);
 	e->id = f->id;
+	if (!(e->path = strdup(f->path))) {
+		free(e);
+		return ferry__fail(-ENOMEM, "%s: out of memory for a mapping", f->path);
+	}
 	int rc = ferry__io_map(f, &e->addr, &e->len); /* its message names the file */
 	if (rc == 0 && (rc = m->dev->ops->map_register(m->dev, e->addr, e->len)) < 0)
 		name_file(f, rc);
@@ -245,25 +298,121 @@ static int map_file(struct ferry__mapped *m, const struct ferry__file *f,
 	return 0;
 }
 
+/* Whether pinning len more bytes would leave the machine short of memory.
+ * Lock held on entry and return. */
+static int pressed(struct ferry__mapped *m, uint64_t len)
+{
+	uint64_t avail;
+	if (read_available(m, &avail) < 0 || !shortfall(m, avail, len))
+		return 0;
+	m->pressed++;
+	return 1;
+}
+
 /* The registrar's work for one offer. Lock held on entry and return. */
 static void register_offer(struct ferry__mapped *m, struct ferry__file *f)
 {
-	if (!make_room(m, f->size))
+	if (m->given_up || pressed(m, f->size) || !make_room(m, f->size))
 		return;
 	pthread_mutex_unlock(&m->lock);
 	struct ferry__mapping *e = NULL;
 	int rc = worth_mapping(f) ? map_file(m, f, &e) : 1;
-	if (rc < 0)
-		note_refusal(m, f);
-	ferry__clear_error();
 	pthread_mutex_lock(&m->lock);
+	if (rc < 0)
+		note_refusal(m);
+	ferry__clear_error();
 	if (!e) {
 		m->pinned -= f->size;
 		return;
 	}
+	m->refused_in_row = 0;
 	push_front(m, e);
 	hash_insert(m, e);
 	m->registered_ever++;
+}
+
+/* Under memory pressure: gives back idle registrations, least recently used
+ * first, until the reserve is free again. Lock held on entry and return. */
+static void relieve_pressure(struct ferry__mapped *m)
+{
+	uint64_t avail;
+	if (read_available(m, &avail) < 0)
+		return;
+	uint64_t need = shortfall(m, avail, 0);
+	struct ferry__mapping *victim;
+	while (need && (victim = idle_victim(m))) {
+		need = victim->len >= need ? 0 : need - victim->len;
+		m->released++;
+		evict(m, victim);
+	}
+}
+
+/* Marks stale the entries whose path no longer names their file (renamed
+ * away, removed, replaced, rewritten): no load will find them again, and
+ * their pages would stay pinned until the LRU reached them. The lock is
+ * released while the paths are looked at. Lock held on entry and return. */
+static void mark_gone(struct ferry__mapped *m)
+{
+	unsigned n = 0;
+	struct ferry__mapping **all = m->count ? malloc(m->count * sizeof(*all)) : NULL;
+	if (!all)
+		return;
+	for (struct ferry__mapping *e = m->head; e; e = e->next)
+		all[n++] = e;
+	pthread_mutex_unlock(&m->lock);
+	for (unsigned i = 0; i < n; i++) {
+		struct ferry__file_id now;
+		if (ferry__io_path_id(all[i]->path, &now) == 0 && same_id(&now, &all[i]->id))
+			all[i] = NULL;
+	}
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = 0; i < n; i++)
+		if (all[i] && !all[i]->stale) {
+			all[i]->stale = 1;
+			m->gone++;
+		}
+	free(all);
+}
+
+/* The registrar's upkeep between offers: files gone, memory pressure (each
+ * when its period is up, or forced), stale entries. Lock held on entry and
+ * return. */
+static void sweep(struct ferry__mapped *m, int forced)
+{
+	uint64_t now = ferry__now_ns();
+	if (forced || now >= m->next_gone_ns) {
+		mark_gone(m);
+		m->next_gone_ns = now + GONE_PERIOD_NS;
+	}
+	drop_stale(m);
+	if (forced || now >= m->next_pressure_ns) {
+		relieve_pressure(m);
+		m->next_pressure_ns = now + PRESSURE_PERIOD_NS;
+	}
+}
+
+/* Sleeps until an offer or a stop; while it holds registrations, at most
+ * until the next pressure check is due. Lock held. */
+static void wait_for_work(struct ferry__mapped *m)
+{
+	if (!m->count) {
+		pthread_cond_wait(&m->work, &m->lock);
+		return;
+	}
+	struct timespec at = { .tv_sec = (time_t)(m->next_pressure_ns / 1000000000u),
+			       .tv_nsec = (long)(m->next_pressure_ns % 1000000000u) };
+	pthread_cond_timedwait(&m->work, &m->lock, &at);
+}
+
+/* Registers the oldest offer and closes its descriptor. Lock held. */
+static void take_offer(struct ferry__mapped *m)
+{
+	struct offer *o = m->offers;
+	m->offers = o->next;
+	m->noffers--;
+	register_offer(m, o->f);
+	ferry__io_file_close(o->f);
+	free(o);
 }
 
 static void *registrar(void *arg)
@@ -271,28 +420,25 @@ static void *registrar(void *arg)
 	struct ferry__mapped *m = arg;
 	pthread_mutex_lock(&m->lock);
 	while (!m->stopping) {
-		struct offer *o = m->offers;
-		if (!o) {
-			drop_stale(m); /* releases the lock: offers may have come meanwhile */
-			if (m->offers)
-				continue;
-			pthread_cond_broadcast(&m->idle);
-			pthread_cond_wait(&m->work, &m->lock);
+		if (m->offers) {
+			take_offer(m);
 			continue;
 		}
-		m->offers = o->next;
-		m->noffers--;
-		m->busy = 1;
-		register_offer(m, o->f);
-		m->busy = 0;
-		ferry__io_file_close(o->f);
-		free(o);
+		uint64_t asked = m->sweeps_asked;
+		sweep(m, asked != m->sweeps_done); /* releases the lock: offers may come */
+		m->sweeps_done = asked;
+		if (m->offers || m->sweeps_asked != asked || m->stopping)
+			continue;
+		pthread_cond_broadcast(&m->idle);
+		wait_for_work(m);
 	}
+	pthread_cond_broadcast(&m->idle);
 	pthread_mutex_unlock(&m->lock);
 	return NULL;
 }
 
-int ferry__mapped_create(struct ferry__device *dev, uint64_t budget, struct ferry__mapped **out)
+int ferry__mapped_create(struct ferry__device *dev, uint64_t budget, uint64_t reserve,
+			 struct ferry__mapped **out)
 {
 	struct ferry__mapped *m = calloc(1, sizeof(*m));
 	*out = NULL;
@@ -300,8 +446,13 @@ int ferry__mapped_create(struct ferry__device *dev, uint64_t budget, struct ferr
 		return ferry__fail(-ENOMEM, "zero copy: out of memory");
 	m->dev = dev;
 	m->budget = budget;
+	m->reserve = reserve;
 	pthread_mutex_init(&m->lock, NULL);
-	pthread_cond_init(&m->work, NULL);
+	pthread_condattr_t monotonic; /* wait_for_work's deadlines are ferry__now_ns */
+	pthread_condattr_init(&monotonic);
+	pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+	pthread_cond_init(&m->work, &monotonic);
+	pthread_condattr_destroy(&monotonic);
 	pthread_cond_init(&m->idle, NULL);
 	int rc = pthread_create(&m->thread, NULL, registrar, m);
 	if (rc) {
@@ -416,7 +567,7 @@ void ferry__mapped_release(struct ferry__mapped *m, struct ferry__mapping *e,
 static int wanted(struct ferry__mapped *m, const struct ferry__file *f)
 {
 	const struct ferry__mapping *e = find_inode(m, &f->id);
-	return f->size >= FERRY__MAPPED_MIN && !f->direct && f->size <= m->budget &&
+	return f->size >= FERRY__MAPPED_MIN && !f->direct && f->size <= m->budget && !m->given_up &&
 	       !(e && same_id(&e->id, &f->id)) && m->noffers < MAX_OFFERS && !offered(m, &f->id);
 }
 
@@ -463,10 +614,17 @@ void ferry__mapped_drain(struct ferry__mapped *m)
 	if (!m)
 		return;
 	pthread_mutex_lock(&m->lock);
+	uint64_t asked = ++m->sweeps_asked;
 	pthread_cond_signal(&m->work);
-	while ((m->offers || m->busy) && m->started)
+	while (m->started && !m->stopping && (m->offers || m->sweeps_done < asked))
 		pthread_cond_wait(&m->idle, &m->lock);
-	drop_stale(m);
+	pthread_mutex_unlock(&m->lock);
+}
+
+void ferry__mapped_set_reserve(struct ferry__mapped *m, uint64_t reserve)
+{
+	pthread_mutex_lock(&m->lock);
+	m->reserve = reserve;
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -479,9 +637,14 @@ void ferry__mapped_stats(struct ferry__mapped *m, struct ferry__mapped_stats *ou
 	out->entries = m->count;
 	out->pinned = m->pinned;
 	out->budget = m->budget;
+	out->reserve = m->reserve;
 	out->registered = m->registered_ever;
 	out->refused = m->refused;
+	out->given_up = m->given_up;
 	out->hits = m->hits;
+	out->released = m->released;
+	out->gone = m->gone;
+	out->pressed = m->pressed;
 	snprintf(out->last_refusal, sizeof(out->last_refusal), "%s", m->last_refusal);
 	pthread_mutex_unlock(&m->lock);
 }

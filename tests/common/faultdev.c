@@ -110,6 +110,17 @@ static int f_scratch_alloc(struct ferry__device *dev, struct ferry__stream *s, s
 	FORWARD(T_FAULT_MEM_ALLOC, INNER(dev)->ops->scratch_alloc(INNER(dev), s, len, out));
 }
 
+/* Zero copy: a device that cannot register, or a registration refused. */
+static int f_map_ready(struct ferry__device *dev, char *how, size_t len)
+{
+	FORWARD(T_FAULT_MAP_READY, INNER(dev)->ops->map_ready(INNER(dev), how, len));
+}
+static int f_map_register(struct ferry__device *dev, void *p, size_t n)
+{
+	FORWARD(T_FAULT_MAP_REGISTER, INNER(dev)->ops->map_register(INNER(dev), p, n));
+}
+static void f_map_unregister(struct ferry__device *dev, void *p, size_t n) { INNER(dev)->ops->map_unregister(INNER(dev), p, n); }
+
 static void f_close(struct ferry__device *dev)
 {
 	struct fault_device *f = fd_of(dev);
@@ -153,6 +164,11 @@ struct ferry__device *t_fault_device(struct ferry__device *inner)
 		f->ops.convert_async = f_convert_async;
 		f->ops.scratch_alloc = f_scratch_alloc;
 		f->ops.scratch_free = f_scratch_free;
+	}
+	if (inner->ops->map_ready) {
+		f->ops.map_ready = f_map_ready;
+		f->ops.map_register = f_map_register;
+		f->ops.map_unregister = f_map_unregister;
 	}
 	f->base.ops = &f->ops;
 	pthread_mutex_init(&f->lock, NULL);

@@ -90,7 +90,8 @@ void t_rmtree(const char *path);
 enum t_fault_class {
 	T_FAULT_NONE, T_FAULT_MEM_ALLOC, T_FAULT_PINNED_ALLOC, T_FAULT_COPY,
 	T_FAULT_EVENT_CREATE, T_FAULT_EVENT_RECORD, T_FAULT_EVENT_QUERY, T_FAULT_EVENT_SYNC,
-	T_FAULT_STREAM_SYNC, T_FAULT_CONVERT, T_FAULT_NCLASSES
+	T_FAULT_STREAM_SYNC, T_FAULT_CONVERT, T_FAULT_MAP_READY, T_FAULT_MAP_REGISTER,
+	T_FAULT_NCLASSES
 };
 struct ferry__device *t_fault_device(struct ferry__device *inner);
 void t_fault_arm(struct ferry__device *fault_dev, enum t_fault_class cls, unsigned long n,
