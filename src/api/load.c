@@ -241,7 +241,7 @@ int ferry_array_wait(ferry_array *a)
 {
 	int rc = wait_copies(a);
 	if (rc < 0)
-		ferry__fail(rc, "%s: copying to the device failed: %s", a->path, ferry_strerror(rc));
+		ferry__load_copy_failed(a->path, rc);
 	return rc;
 }
 

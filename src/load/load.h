@@ -55,6 +55,11 @@ void ferry__load_choose(const struct ferry__loader *ld, struct ferry__file *f, u
 /* Closes f (NULL is allowed). */
 void ferry__load_close(const struct ferry__loader *ld, struct ferry__file *f);
 
+/* Fails with rc, the error of an asynchronous copy of path's bytes: a copy
+ * out of a mapping says -FERRY_ECHANGED when a page of it is gone (the file
+ * shrank under it), anything else is the device's. Returns rc. */
+int ferry__load_copy_failed(const char *path, int rc);
+
 /* ---- zero copy from registered page-cache mappings (mapped.c) ---- */
 
 /*

@@ -347,14 +347,12 @@ static int mapped_copies(const struct ferry__file *f, const struct ferry__range 
 	return 0;
 }
 
-/* The message of a copy out of f's mapping that failed: a page gone means the
- * file shrank under it. */
-static int mapped_copy_failed(const struct ferry__file *f, int rc)
+int ferry__load_copy_failed(const char *path, int rc)
 {
 	if (rc == -FERRY_ECHANGED)
 		return ferry__fail(rc, "%s: changed while being read: a page of its mapping is "
-				   "gone (the file shrank)", f->path);
-	return ferry__fail(rc, "%s: copying to the device failed: %s", f->path, ferry_strerror(rc));
+				   "gone (the file shrank)", path);
+	return ferry__fail(rc, "%s: copying to the device failed: %s", path, ferry_strerror(rc));
 }
 
 /* Queues the copies out of e on the ticket's lane, then checks, as a read
@@ -368,7 +366,7 @@ static int queue_mapped(const struct ferry__loader *ld, struct ferry__file *f,
 					     ticket, &seq);
 	ferry__mapped_release(ld->mapped, e, ticket->stg, seq);
 	if (rc < 0)
-		return mapped_copy_failed(f, rc);
+		return ferry__load_copy_failed(f->path, rc);
 	return ferry__io_check_unchanged(f);
 }
 
@@ -392,7 +390,7 @@ static int load_mapped(const struct ferry__loader *ld, struct ferry__file *f,
 		return 0;
 	int wait_rc = ferry__staging_wait(ticket->stg, ticket);
 	if (rc == 0 && wait_rc < 0)
-		rc = mapped_copy_failed(f, wait_rc);
+		rc = ferry__load_copy_failed(f->path, wait_rc);
 	return rc;
 }
 
@@ -445,7 +443,7 @@ int ferry__load_ranges(const struct ferry__loader *ld, struct ferry__file *f,
 	if (job.error)
 		rc = job.message ? ferry__fail(job.error, "%s", job.message) : job.error;
 	else if ((rc = wait_rc) < 0) /* the copy's error may have been seen on another thread */
-		ferry__fail(rc, "%s: copying to the device failed: %s", f->path, ferry_strerror(rc));
+		ferry__load_copy_failed(f->path, rc);
 	if (opts->stats) {
 		opts->stats->bytes_read += job.bytes_read;
 		opts->stats->reads += job.reads;

@@ -84,13 +84,42 @@ static int take_loaded(struct ferry_reader *r, struct ferry_batch **out,
 	}
 }
 
+/*
+ * The file of b whose copy out of a mapping failed because it shrank (the
+ * copy's error says -FERRY_ECHANGED, not which file): the first file copied
+ * from a mapping whose path now has another identity or size, else the first
+ * copied from a mapping; NULL when none was.
+ */
+static const char *shrunk_file(const struct ferry_batch *b)
+{
+	const char *first = NULL;
+	for (unsigned i = 0; i < b->nslots; i++) {
+		const struct slot *s = &b->slots[i];
+		const char *path = b->r->ds.paths[s->file];
+		struct ferry__file_id now;
+		if (!s->stats.files_mapped)
+			continue;
+		if (ferry__io_path_id(path, &now) < 0 || now.ino != s->id.ino ||
+		    now.dev != s->id.dev || now.size != s->id.size)
+			return path;
+		if (!first)
+			first = path;
+	}
+	return first;
+}
+
 /* Hands out b once its copies have landed (they usually have). */
 static int deliver(struct ferry_reader *r, struct ferry_batch *b)
 {
 	int rc = ferry__wait_copies(b);
 	if (rc == 0)
 		return 0;
-	ferry__fail(rc, "%s: copying a batch to the device failed: %s", r->name, ferry_strerror(rc));
+	const char *shrunk = rc == -FERRY_ECHANGED ? shrunk_file(b) : NULL;
+	if (shrunk)
+		ferry__load_copy_failed(shrunk, rc);
+	else
+		ferry__fail(rc, "%s: copying a batch to the device failed: %s", r->name,
+			    ferry_strerror(rc));
 	pthread_mutex_lock(&r->lock);
 	ferry__pipeline_release(b);
 	pthread_mutex_unlock(&r->lock);
