@@ -438,8 +438,15 @@ FERRY_API int ferry_reader_epoch_info(ferry_reader *r, struct ferry_epoch_info *
  * the same settings and config.resume pointing at it gives the same batches
  * from there, in the same order. Returns 0. */
 FERRY_API int ferry_reader_save_state(ferry_reader *r, struct ferry_reader_state *out);
-/* Returns 0 and the reader's counters. */
-FERRY_API int ferry_reader_stats(ferry_reader *r, struct ferry_reader_stats *out);
+/* Size of the first version of struct ferry_reader_stats (its first five
+ * fields): the smallest size ferry_reader_stats accepts. */
+#define FERRY_READER_STATS_MIN_SIZE 40
+/* Writes the reader's counters into out, which is size bytes long: pass
+ * sizeof(struct ferry_reader_stats). The struct only grows at its end, and
+ * only the first size bytes are written, so a program built against an older
+ * header gets the fields it knows. Returns 0, or -EINVAL when size is smaller
+ * than FERRY_READER_STATS_MIN_SIZE. */
+FERRY_API int ferry_reader_stats(ferry_reader *r, struct ferry_reader_stats *out, size_t size);
 /* Waits for the background loads and frees the reader, its batches included
  * (released or not). Returns 0 or the first error of a background step. */
 FERRY_API int ferry_reader_close(ferry_reader *r);

@@ -208,7 +208,7 @@ static struct ferry_reader_stats read_all(const char *mode, const char *budget)
 		}
 		ferry_batch_release(b);
 	}
-	T_OK(ferry_reader_stats(r, &st));
+	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
 	T_OK(ferry_reader_close(r));
 	T_OK(ferry_ctx_destroy(ctx));
 	return st;

@@ -70,7 +70,7 @@ static void judge_skip(struct reader_case *c, struct fault_shot *shot, ferry_rea
 		       uint64_t samples)
 {
 	struct ferry_reader_stats st;
-	T_OK(ferry_reader_stats(r, &st));
+	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
 	if (shot->failed)
 		return; /* an error that skipping cannot help (memory, device) */
 	if (samples + st.files_skipped != (uint64_t)NFILES * EPOCHS)

@@ -138,7 +138,7 @@ static void test_deleted_after_listing(struct dataset *d)
 	T_ASSERT(unlink(file_path(d, 1)) == 0);
 	T_EQ(read_samples(d, r, 2 * (NFILES - 1), -1), 0);
 	struct ferry_reader_stats st;
-	T_OK(ferry_reader_stats(r, &st));
+	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
 	T_ASSERT(st.files_skipped >= 2);
 	T_OK(ferry_reader_close(r));
 	write_all(d);

@@ -57,7 +57,7 @@ static void run(ferry_ctx *ctx, const char *dir, unsigned threads, unsigned dept
 	}
 	T_EQ(rc, -FERRY_EEND);
 	ferry_batch_release(held);
-	T_OK(ferry_reader_stats(r, &st));
+	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
 	T_EQ(st.samples, EPOCHS * NFILES);
 	T_EQ(st.batches, EPOCHS * 5);
 	T_EQ(st.bytes_delivered, bytes);

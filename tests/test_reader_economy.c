@@ -30,7 +30,7 @@ static void check(ferry_ctx *ctx, const char *dir, int ndim, const int64_t *shap
 	cfg.files = paths;
 	T_OK(ferry_reader_open(ctx, &cfg, &r));
 	while (ferry_reader_next(r, &bt) == 0) {
-		T_OK(ferry_reader_stats(r, &after));
+		T_OK(ferry_reader_stats(r, &after, sizeof(after)));
 		uint64_t region = 0;
 		for (unsigned i = 0; i < ferry_batch_size(bt); i++) {
 			struct ferry_sample s;

@@ -65,7 +65,7 @@ static void check_padding(ferry_ctx *ctx, const char *dir, int pad)
 		if (pad)
 			T_EQ(idx[base + 11], -1 - 10); /* a padding repeat of file 10 */
 	}
-	T_OK(ferry_reader_stats(r, &st));
+	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
 	T_EQ(st.samples, 22);
 	T_EQ(st.batches, 6);
 	T_OK(ferry_reader_close(r));

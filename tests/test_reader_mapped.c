@@ -86,7 +86,7 @@ int main(void)
 	struct ferry_reader_stats st;
 	T_OK(ferry_reader_open(ctx, &cfg, &r));
 	read_epochs(ctx, r);
-	T_OK(ferry_reader_stats(r, &st));
+	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
 	T_OK(ferry_reader_close(r));
 	T_EQ(st.samples, (uint64_t)NFILES * EPOCHS);
 	T_EQ(st.files_buffered + st.files_direct + st.files_mapped, (uint64_t)NFILES * EPOCHS);

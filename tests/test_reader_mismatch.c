@@ -45,7 +45,7 @@ int main(void)
 	int idx[8];
 	T_OK(ferry_reader_open(ctx, &cfg, &r));
 	T_EQ(tr_collect(r, idx, 8, NULL, NULL), 4);
-	T_OK(ferry_reader_stats(r, &st));
+	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
 	T_EQ(st.files_skipped, 1);
 	T_OK(ferry_reader_close(r));
 	T_OK(ferry_ctx_destroy(ctx));

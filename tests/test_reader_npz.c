@@ -118,7 +118,7 @@ static void run_missing_key(ferry_ctx *ctx, const char *dir)
 	T_OK(ferry_reader_open(ctx, &cfg, &r));
 	T_ASSERT(ferry_reader_next(r, &b) < 0); /* an epoch of nothing but skips ends in an error */
 	struct ferry_reader_stats st;
-	T_OK(ferry_reader_stats(r, &st));
+	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
 	T_EQ(st.files_skipped, 1);
 	ferry_reader_close(r);
 	cfg.samples = FERRY_SAMPLES_ROWS;

@@ -34,7 +34,7 @@ static void check_stop(ferry_ctx *ctx, const char *dir)
 	}
 	T_EQ(errors, 2);    /* once per epoch, the batch (f004, f005) */
 	T_EQ(good, 2 * (NFILES - 2));
-	T_OK(ferry_reader_stats(r, &st));
+	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
 	T_EQ(st.files_skipped, 0);
 	T_OK(ferry_reader_close(r));
 }
@@ -71,7 +71,7 @@ static void check_skip(ferry_ctx *ctx, const char *dir)
 		T_ASSERT(idx[i] != 5);
 	T_EQ(nb, 10);
 	T_EQ(sizes[2], 1); /* f004 alone */
-	T_OK(ferry_reader_stats(r, &st));
+	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
 	T_EQ(st.files_skipped, 2);
 	T_EQ(st.samples, 2 * (NFILES - 1));
 	T_OK(ferry_reader_close(r));

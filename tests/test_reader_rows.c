@@ -118,7 +118,7 @@ static void check_economy(ferry_ctx *ctx, const char *dir)
 	T_OK(ferry_reader_open(ctx, &cfg, &r));
 	while (ferry_reader_next(r, &b) == 0)
 		ferry_batch_release(b);
-	T_OK(ferry_reader_stats(r, &st));
+	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
 	T_OK(ferry_reader_close(r));
 	T_EQ(st.bytes_delivered, 2 * 7 * 60);
 	if (st.bytes_read > st.bytes_delivered + 2 * 4096)

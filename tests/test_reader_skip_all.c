@@ -53,7 +53,7 @@ static void test_all_bad(ferry_ctx *ctx, const char *dir)
 		T_ASSERT(strstr(ferry_last_error(), "f00"));
 	}
 	struct ferry_reader_stats st;
-	T_OK(ferry_reader_stats(r, &st));
+	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
 	T_EQ(st.samples, 0);
 	T_ASSERT(st.files_skipped >= 15);
 	T_OK(ferry_reader_close(r));

@@ -695,7 +695,7 @@ static int read_dataset(struct dataset_run *d)
 		ferry__clear_error(); /* the names stay unknown; the count is still reported */
 	status = read_batches(d, r);
 	d->ns = ferry__now_ns() - d->start_ns;
-	ferry_reader_stats(r, &d->st);
+	ferry_reader_stats(r, &d->st, sizeof(d->st));
 	d->nskipped = ferry_cli_skips_finish(d->skips, d->st.files_skipped, &d->skipped);
 	if (d->o->json)
 		print_json(d);

@@ -284,7 +284,7 @@ _PROTOTYPES = {
     "ferry_batch_stream_wait": (ctypes.c_int, [_P, _P]),
     "ferry_batch_release": (None, [_P]),
     "ferry_reader_epoch_info": (ctypes.c_int, [_P, ctypes.POINTER(EpochInfo)]),
-    "ferry_reader_stats": (ctypes.c_int, [_P, ctypes.POINTER(ReaderStats)]),
+    "ferry_reader_stats": (ctypes.c_int, [_P, ctypes.POINTER(ReaderStats), ctypes.c_size_t]),
     "ferry_reader_save_state": (ctypes.c_int, [_P, ctypes.POINTER(ReaderState)]),
     "ferry_reader_close": (ctypes.c_int, [_P]),
 }

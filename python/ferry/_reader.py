@@ -741,7 +741,8 @@ class Reader:
         h = self._hold()
         try:
             out = _lib.ReaderStats()
-            _lib.check(_lib.get().ferry_reader_stats(h.ptr, ctypes.byref(out)))
+            _lib.check(_lib.get().ferry_reader_stats(
+                h.ptr, ctypes.byref(out), ctypes.sizeof(out)))
             return {name: getattr(out, name) for name, _ in _lib.ReaderStats._fields_}
         finally:
             self._drop(h)

@@ -2,6 +2,7 @@
 #include "reader/reader.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -319,11 +320,19 @@ static uint64_t order_fingerprint(const struct ferry_reader *r)
 	return h;
 }
 
-int ferry_reader_stats(ferry_reader *r, struct ferry_reader_stats *out)
+_Static_assert(offsetof(struct ferry_reader_stats, files_buffered) == FERRY_READER_STATS_MIN_SIZE,
+	       "the first version of struct ferry_reader_stats ends where files_buffered starts");
+
+int ferry_reader_stats(ferry_reader *r, struct ferry_reader_stats *out, size_t size)
 {
+	if (size < FERRY_READER_STATS_MIN_SIZE)
+		return ferry__fail(-EINVAL, "ferry_reader_stats: size %zu is smaller than the "
+				   "first version of the struct (%zu bytes)", size,
+				   (size_t)FERRY_READER_STATS_MIN_SIZE);
 	pthread_mutex_lock(&r->lock);
-	*out = r->stats;
+	struct ferry_reader_stats now = r->stats;
 	pthread_mutex_unlock(&r->lock);
+	memcpy(out, &now, size < sizeof(now) ? size : sizeof(now));
 	return 0;
 }
 
