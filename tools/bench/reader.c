@@ -59,6 +59,8 @@ struct reader_run {
 	uint64_t t0;            /* when the timing began */
 	double warmup;          /* warm: seconds after the first batch not counted */
 	double first_batch_s;   /* ferry_reader_open to the first batch taken */
+	/* The reader's counters when the timing began, then the timed part's. */
+	struct ferry_reader_stats at_t0, timed;
 	int error;
 	char message[256];
 };
@@ -305,9 +307,20 @@ static int reader_first(struct reader_run *rr, uint64_t open_ns, double *cpu0)
 	if (rc < 0 && rc != -FERRY_EEND)
 		return rc;
 	rr->samples = rr->bytes = rr->batches = 0;
+	ferry_reader_stats(rr->reader, &rr->at_t0, sizeof(rr->at_t0));
 	rr->t0 = ferry__now_ns();
 	*cpu0 = ferry_bench_cpu_seconds();
 	return 0;
+}
+
+/* How the timed part's files were read: the counters since the timing began. */
+static void timed_stats(struct reader_run *rr)
+{
+	struct ferry_reader_stats now;
+	ferry_reader_stats(rr->reader, &now, sizeof(now));
+	rr->timed.files_buffered = now.files_buffered - rr->at_t0.files_buffered;
+	rr->timed.files_direct = now.files_direct - rr->at_t0.files_direct;
+	rr->timed.files_mapped = now.files_mapped - rr->at_t0.files_mapped;
 }
 
 /* Opens the reader, reads to the run's limits; m gets the timing. */
@@ -327,6 +340,8 @@ static void reader_measure(ferry_ctx *ctx, struct reader_run *rr,
 		reader_loop(rr);
 	m->seconds = (double)(ferry__now_ns() - rr->t0) / 1e9;
 	m->cpu_seconds = ferry_bench_cpu_seconds() - cpu0;
+	if (rr->reader)
+		timed_stats(rr);
 	if (rr->reader && (rc = ferry_reader_close(rr->reader)) < 0 && !rr->error)
 		reader_fail(rr, rc);
 	m->bytes = rr->bytes;
@@ -339,11 +354,14 @@ static void describe_row(struct ferry_bench_run *run, const struct ferry_bench_d
 			 const struct reader_run *rr)
 {
 	int n = snprintf(run->note, sizeof(run->note),
-			 "prefetch auto; batches: %llu; %s; first batch %.3g s after open",
+			 "prefetch auto; batches: %llu; %s; first batch %.3g s after open; files "
+			 "read buffered %llu, direct %llu, copied from a mapping %llu",
 			 (unsigned long long)rr->batches,
 			 rr->lim->min_seconds > 0 ? "timed after the first batch and a warm-up"
 						  : "one pass from open",
-			 rr->first_batch_s);
+			 rr->first_batch_s, (unsigned long long)rr->timed.files_buffered,
+			 (unsigned long long)rr->timed.files_direct,
+			 (unsigned long long)rr->timed.files_mapped);
 
 	if (run->batch_size > ds->count && n > 0 && (size_t)n < sizeof(run->note))
 		n += snprintf(run->note + n, sizeof(run->note) - (size_t)n,
