@@ -450,8 +450,7 @@ static int copy_from_memory_sync(const struct ferry__loader *ld, struct ferry__f
 		int rc = ranges[i].len ? dev->ops->copy_sync(dev, ranges[i].dst, src + ranges[i].offset,
 							     ranges[i].len, FERRY__H2D) : 0;
 		if (rc < 0)
-			return ferry__fail(rc, "%s: copy to the device failed: %s", f->path,
-					   ferry_strerror(rc));
+			return ferry__load_copy_failed(f->path, rc);
 	}
 	return 0;
 }
