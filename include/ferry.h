@@ -192,8 +192,9 @@ FERRY_API int ferry_array_stream_wait(ferry_array *a, void *cuda_stream);
  * key names one as numpy does: the member's name, or its name without ".npy"
  * (np.load(path)[key]). The command line writes FILE.npz:KEY, Python key=.
  * A stored member is read like a .npy, from its offset in the archive; a
- * deflated one is inflated on the CPU, then copied. Every member's CRC-32 is
- * checked (as its bytes pass through host memory; with cuFile, whose staging
+ * deflated one is inflated on the CPU, then goes through staging as a read
+ * does (the _async calls return once its copies are queued). Every member's
+ * CRC-32 is checked (as its bytes pass through host memory; with cuFile, whose staging
  * is device memory, a stored member is read on the host to check it), except
  * by ferry_info_member on a stored member, which reads only its header.
  * Errors name the file and the member: -ENOENT (no such key; the message

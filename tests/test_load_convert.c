@@ -8,9 +8,10 @@
  * host converts), ferry_load_into_async, a whole directory loaded async at
  * once, and the reader (whole samples, and a region of interest, which goes
  * through its scratch path). Twice: on the device FERRY_DEVICE names, which
- * converts (the load goes through staging: counted), and on the same device
- * with its conversions taken away (the host converts: no staging). 4 KiB
- * chunks and 3 IO threads, so that payloads span many chunks.
+ * converts (counted), and on the same device with its conversions taken away
+ * (the host converts). Either way the load goes through staging and makes no
+ * synchronous copy (counted by the fault device both run on). 4 KiB chunks
+ * and 3 IO threads, so that payloads span many chunks.
  */
 #include "context/context.h"
 #include "test_reader_util.h"
@@ -243,7 +244,8 @@ static int converted(const struct file_case *fc)
 	       (fc->fortran && long_axes > 1);
 }
 
-/* A converted load goes through staging exactly when the device converts. */
+/* A converted load is converted by the device exactly when it converts, and
+ * goes through staging, with no synchronous copy, either way. */
 static void check_path_taken(ferry_ctx *ctx, const struct file_case *fc, int on_device)
 {
 	char text[2048];
@@ -252,13 +254,20 @@ static void check_path_taken(ferry_ctx *ctx, const struct file_case *fc, int on_
 		return;
 	ferry_ctx_describe(ctx, text, sizeof(text));
 	T_ASSERT(strstr(text, on_device ? "converted on the device" : "converted by the CPU"));
+	struct ferry__device *dev = ctx->ld.dev;
+	unsigned long converts = t_fault_calls(dev, T_FAULT_CONVERT);
+	unsigned long syncs = t_fault_calls(dev, T_FAULT_COPY_SYNC);
 	uint64_t before = staging_batches(ctx);
 	T_OK(ferry_load(ctx, fc->path, &a));
 	ferry_array_free(a);
-	if ((staging_batches(ctx) > before) != on_device)
-		T_FAIL("%s: staging launched %llu batches; the device %s", fc->path,
-		       (unsigned long long)(staging_batches(ctx) - before),
+	if ((t_fault_calls(dev, T_FAULT_CONVERT) > converts) != on_device)
+		T_FAIL("%s: %lu conversions on the device; the device %s", fc->path,
+		       t_fault_calls(dev, T_FAULT_CONVERT) - converts,
 		       on_device ? "converts" : "does not convert");
+	if (staging_batches(ctx) == before || t_fault_calls(dev, T_FAULT_COPY_SYNC) != syncs)
+		T_FAIL("%s: %llu staging batches, %lu synchronous copies", fc->path,
+		       (unsigned long long)(staging_batches(ctx) - before),
+		       t_fault_calls(dev, T_FAULT_COPY_SYNC) - syncs);
 }
 
 static void run_all(ferry_ctx *ctx, const char *root, int on_device)
@@ -291,10 +300,9 @@ static ferry_ctx *context(int convert_on_device)
 	T_OK(rc);
 	if (!(dev->ops->flags & FERRY__DEV_CONVERT))
 		T_FAIL("the %s device has no conversions", dev->ops->name);
-	if (!convert_on_device) {
-		dev = t_fault_device(dev);
+	dev = t_fault_device(dev); /* counting only */
+	if (!convert_on_device)
 		t_fault_no_convert(dev);
-	}
 	T_OK(ferry__ctx_create_on(dev, NULL, &o, &ctx));
 	return ctx;
 }

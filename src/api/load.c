@@ -76,7 +76,7 @@ static void wait_keeping_message(struct ferry__ticket *t)
 
 /* Loads the payload of the .npy f (m->key NULL) or of its member m into dst. */
 static int load_payload(const struct ferry__loader *ld, struct ferry__file *f,
-			const struct ferry__member *m, const struct ferry__npy_header *h,
+			struct ferry__member *m, const struct ferry__npy_header *h,
 			void *dst, const struct ferry__load_opts *opts)
 {
 	if (m->key)

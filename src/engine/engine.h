@@ -167,10 +167,12 @@ size_t ferry__staging_chunk_size(struct ferry__staging *stg);
  * (file is quoted, with quotes doubled). Events: grow, lease, give_back,
  * queue (one per copy queued), launch, copy (one per copy issued), reclaim,
  * and one per load of a file, saying how its bytes are read: buffered or
- * direct (O_DIRECT) through staging, or mapped (copied straight from a
- * registered mapping of the page cache, load/mapped.c), with the load's span
- * of the file in bytes and offset (buffer -1, batch 0). Copies out of a
- * mapping have buffer -1 in their queue and copy rows.
+ * direct (O_DIRECT) through staging, mapped (copied straight from a
+ * registered mapping of the page cache, load/mapped.c), or memory (bytes
+ * already in host memory, an inflated .npz member or a payload converted on
+ * the host, copied into staging), with the load's span in bytes and offset
+ * (of the file; of those bytes for memory) (buffer -1, batch 0). Copies out
+ * of a mapping have buffer -1 in their queue and copy rows.
  */
 struct ferry__trace;
 

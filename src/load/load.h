@@ -172,6 +172,17 @@ struct ferry__load_opts {
 	 * not ask it of a backend whose staging is device memory: see
 	 * ferry__load_payload, which reads on the host then. */
 	uint32_t *crc;
+	/* Non-NULL: the ranges' bytes already sit in host memory here (an
+	 * inflated .npz member, a payload converted on the host), and a range's
+	 * offset is into src, not the file; f only names the load in messages
+	 * and the trace. They go to the device as a file's would: each planned
+	 * read copies its ranges' bytes into a leased staging buffer instead of
+	 * reading, and queues the copies out of it (no mapping, no check of the
+	 * file, no CRC, no head). Every byte is in staging when the call
+	 * returns, so src may then be freed. Where staging is device memory
+	 * (cuFile), which the CPU cannot write, each range is copied
+	 * synchronously instead. */
+	const void *src;
 };
 
 /*
@@ -210,11 +221,20 @@ size_t ferry__head_len(const struct ferry__npy_header *h);
 int ferry__load_payload(const struct ferry__loader *ld, struct ferry__file *f, const struct ferry__npy_header *h,
 			void *dst, const struct ferry__load_opts *opts);
 
+/* Converts the raw payload h describes, in host memory, to C order and native
+ * byte order: a byte swap in place, then (Fortran order) a transpose into a
+ * new buffer. *out gets raw, or that buffer (malloc'd: the caller frees it
+ * when it is not raw). Returns 0 or -ENOMEM naming f. */
+int ferry__convert_on_host(struct ferry__file *f, const struct ferry__npy_header *h, void *raw,
+			   void **out);
 /* Converts (in place, or through a copy for Fortran order) the raw payload
- * that h describes, which lies in host memory, and copies it to dst on the
- * device synchronously. Returns 0 or a negative code naming f. */
+ * that h describes, which lies in host memory, and loads it into dst through
+ * staging as ferry__load_ranges loads from host memory (opts->src): waited
+ * for, or queued on opts->async. raw may be freed once it returns. Returns 0
+ * or a negative code naming f. */
 int ferry__load_from_host(const struct ferry__loader *ld, struct ferry__file *f,
-			  const struct ferry__npy_header *h, void *raw, void *dst);
+			  const struct ferry__npy_header *h, void *raw, void *dst,
+			  const struct ferry__load_opts *opts);
 
 /* ---- .npz archive members (npz.c) ---- */
 
@@ -230,6 +250,9 @@ struct ferry__member {
 	struct ferry__npy_header h;
 	uint32_t head_crc;        /* stored: the CRC-32 of the header's bytes */
 	unsigned char *inflated;  /* deflated: the whole member, CRC checked */
+	/* Deflated, once ferry__member_array made it: the array as C order and
+	 * native byte order (in inflated, or a transposed copy it owns). */
+	unsigned char *array;
 };
 
 /*
@@ -245,18 +268,28 @@ struct ferry__member {
  */
 int ferry__member_open(struct ferry__file *f, const char *key, struct ferry__member *m,
 		       unsigned char head[FERRY__HEAD_MAX]);
-/* Frees what ferry__member_open kept (the inflated bytes). */
+/* Frees what ferry__member_open kept (the inflated bytes, the array). */
 void ferry__member_close(struct ferry__member *m);
+/*
+ * A deflated member's array in host memory as C order and native byte order
+ * (m->inflated set): its inflated payload, converted on the host at the first
+ * call (ferry__convert_on_host; m keeps the result). *out is valid until
+ * ferry__member_close. Returns 0 or -ENOMEM naming f.
+ */
+int ferry__member_array(struct ferry__file *f, struct ferry__member *m,
+			const unsigned char **out);
 /*
  * Loads m's array into dst, as ferry__load_payload loads a .npy's: a stored
  * member through staging from its offset in the archive, its CRC-32 (header
  * bytes and payload) checked as the bytes pass through host memory (on the
- * host where staging is device memory); a deflated one converted and copied
- * from its inflated bytes. -FERRY_EFORMAT on a CRC mismatch (an async load's
- * copies may then be in flight on opts->async: the caller waits for them).
+ * host where staging is device memory); a deflated one from its array
+ * (ferry__member_array) through staging, as bytes in host memory
+ * (opts->src of ferry__load_ranges). Waited for, or queued on opts->async.
+ * -FERRY_EFORMAT on a CRC mismatch (an async load's copies may then be in
+ * flight on opts->async: the caller waits for them).
  */
 int ferry__member_load(const struct ferry__loader *ld, struct ferry__file *f,
-		       const struct ferry__member *m, void *dst, const struct ferry__load_opts *opts);
+		       struct ferry__member *m, void *dst, const struct ferry__load_opts *opts);
 
 /* Fills ferry_array_info from a parsed header. */
 void ferry__info_from_header(const struct ferry__npy_header *h, struct ferry_array_info *out);

@@ -89,39 +89,48 @@ static int layout_is_c(const struct ferry__npy_header *h)
 	return !h->fortran_order || long_axes <= 1;
 }
 
-/* Converts raw (the file's payload) in place or into ordered, as h says. */
-static void convert_on_host(const struct ferry__npy_header *h, void *raw, void *ordered)
-{
-	if (h->swap)
-		ferry__byteswap(raw, h->count, h->itemsize,
-				h->dtype == FERRY_COMPLEX64 || h->dtype == FERRY_COMPLEX128);
-	if (ordered)
-		ferry__fortran_to_c(ordered, raw, h->ndim, h->shape, h->itemsize);
-}
-
-int ferry__load_from_host(const struct ferry__loader *ld, struct ferry__file *f,
-			  const struct ferry__npy_header *h, void *raw, void *dst)
+int ferry__convert_on_host(struct ferry__file *f, const struct ferry__npy_header *h, void *raw,
+			   void **out)
 {
 	char *ordered = NULL;
 	if (!layout_is_c(h) && !(ordered = malloc(h->data_size)))
 		return ferry__fail(-ENOMEM, "%s: out of memory converting %llu bytes", f->path,
 				   (unsigned long long)h->data_size);
-	convert_on_host(h, raw, ordered);
-	int rc = ld->dev->ops->copy_sync(ld->dev, dst, ordered ? ordered : raw, h->data_size,
-					 FERRY__H2D);
+	if (h->swap)
+		ferry__byteswap(raw, h->count, h->itemsize,
+				h->dtype == FERRY_COMPLEX64 || h->dtype == FERRY_COMPLEX128);
+	if (ordered)
+		ferry__fortran_to_c(ordered, raw, h->ndim, h->shape, h->itemsize);
+	*out = ordered ? ordered : raw;
+	return 0;
+}
+
+int ferry__load_from_host(const struct ferry__loader *ld, struct ferry__file *f,
+			  const struct ferry__npy_header *h, void *raw, void *dst,
+			  const struct ferry__load_opts *opts)
+{
+	void *array;
+	int rc = ferry__convert_on_host(f, h, raw, &array);
 	if (rc < 0)
-		ferry__fail(rc, "%s: copy to the device failed: %s", f->path, ferry_strerror(rc));
-	free(ordered);
+		return rc;
+	struct ferry__load_opts o = { .parallel = opts->parallel, .async = opts->async,
+				      .src = array };
+	struct ferry__range range = { .offset = 0, .len = h->data_size, .dst = dst };
+	rc = ferry__load_ranges(ld, f, &range, 1, &o);
+	if (array != raw)
+		free(array);
 	return rc;
 }
 
 /* Payloads the host reads: big-endian or Fortran order on a device that cannot
  * convert them, and archive members whose CRC-32 the host must compute where
- * staging is device memory. Read from the same open file, converted, copied
- * over. */
+ * staging is device memory. Read from the same open file, converted, then
+ * staged like any load (waited for, or queued on opts->async). */
 static int load_on_host(const struct ferry__loader *ld, struct ferry__file *f,
-			const struct ferry__npy_header *h, void *dst, uint32_t *crc)
+			const struct ferry__npy_header *h, void *dst,
+			const struct ferry__load_opts *opts)
 {
+	uint32_t *crc = opts->crc;
 	char *raw = malloc(h->data_size);
 	if (!raw)
 		return ferry__fail(-ENOMEM, "%s: out of memory converting %llu bytes", f->path,
@@ -132,7 +141,7 @@ static int load_on_host(const struct ferry__loader *ld, struct ferry__file *f,
 	if (rc == 0 && crc)
 		*crc = ferry__crc32(0, raw, h->data_size); /* before a conversion changes it */
 	if (rc == 0)
-		rc = ferry__load_from_host(ld, f, h, raw, dst);
+		rc = ferry__load_from_host(ld, f, h, raw, dst, opts);
 	free(raw);
 	return rc;
 }
@@ -243,7 +252,7 @@ int ferry__load_payload(const struct ferry__loader *ld, struct ferry__file *f, c
 			opts->stats->bytes_read += h->data_size;
 			opts->stats->reads++;
 		}
-		return load_on_host(ld, f, h, dst, opts->crc);
+		return load_on_host(ld, f, h, dst, opts);
 	}
 	struct ferry__range range = { .offset = h->data_offset, .len = h->data_size, .dst = dst };
 	return ferry__load_ranges(ld, f, &range, 1, opts);

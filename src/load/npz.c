@@ -3,8 +3,8 @@
  * through the one open file. A stored member's payload goes through staging
  * like a .npy's, at its offset in the archive, its CRC-32 computed as the
  * chunks pass through host staging; a deflated one is read whole, inflated on
- * the CPU and checked before anything reaches the device. docs/design.md,
- * ".npz archives".
+ * the CPU and checked before anything reaches the device, then staged from
+ * host memory. docs/design.md, ".npz archives".
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -270,19 +270,45 @@ int ferry__member_open(struct ferry__file *f, const char *key, struct ferry__mem
 
 void ferry__member_close(struct ferry__member *m)
 {
+	if (m->array && m->array != m->inflated + m->h.data_offset)
+		free(m->array); /* a transposed copy */
 	free(m->inflated);
-	m->inflated = NULL;
+	m->inflated = m->array = NULL;
+}
+
+int ferry__member_array(struct ferry__file *f, struct ferry__member *m,
+			const unsigned char **out)
+{
+	void *array = m->array;
+	int rc = array ? 0 : ferry__convert_on_host(f, &m->h, m->inflated + m->h.data_offset, &array);
+	if (rc < 0)
+		return rc;
+	m->array = array;
+	*out = array;
+	return 0;
+}
+
+/* A deflated member: its array staged from host memory. */
+static int load_inflated(const struct ferry__loader *ld, struct ferry__file *f,
+			 struct ferry__member *m, void *dst, const struct ferry__load_opts *opts)
+{
+	const unsigned char *array = NULL;
+	int rc = ferry__io_check_unchanged(f);
+	if (rc == 0)
+		rc = ferry__member_array(f, m, &array);
+	if (rc < 0)
+		return rc;
+	struct ferry__load_opts o = { .parallel = opts->parallel, .async = opts->async,
+				      .src = array };
+	struct ferry__range range = { .offset = 0, .len = m->h.data_size, .dst = dst };
+	return ferry__load_ranges(ld, f, &range, 1, &o);
 }
 
 int ferry__member_load(const struct ferry__loader *ld, struct ferry__file *f,
-		       const struct ferry__member *m, void *dst, const struct ferry__load_opts *opts)
+		       struct ferry__member *m, void *dst, const struct ferry__load_opts *opts)
 {
-	if (m->inflated) {
-		int rc = ferry__io_check_unchanged(f);
-		if (rc == 0)
-			rc = ferry__load_from_host(ld, f, &m->h, m->inflated + m->h.data_offset, dst);
-		return rc;
-	}
+	if (m->inflated)
+		return load_inflated(ld, f, m, dst, opts);
 	uint32_t crc = 0;
 	struct ferry__load_opts o = *opts;
 	o.crc = &crc;

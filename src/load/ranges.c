@@ -1,6 +1,8 @@
 /*
  * File loading: plan aligned chunk reads for byte ranges, run them on IO
- * threads through the staging engine, and wait for their copies.
+ * threads through the staging engine, and wait for their copies. Bytes that
+ * already sit in host memory (opts->src) take the same plan, each read a
+ * copy into its staging buffer instead.
  */
 #include "load/load.h"
 
@@ -253,6 +255,35 @@ static int read_and_queue(struct load_job *job, const struct planned_read *r,
 	return rc;
 }
 
+/* Copies read r's bytes out of host memory (opts->src) into data, each
+ * copy's bytes where that copy takes them from. */
+static void fill_from_memory(const struct load_job *job, const struct planned_read *r, char *data)
+{
+	const char *src = job->opts->src;
+	for (unsigned i = 0; i < r->n; i++) {
+		const struct ferry__copy *c = &job->plan->copies[r->first + i];
+		memcpy(data + c->src_offset, src + r->offset + c->src_offset, c->len);
+	}
+}
+
+/* Fills bufs from host memory and queues their copies; every buffer is
+ * queued or given back. */
+static int stage_and_queue(struct load_job *job, const struct planned_read *r,
+			   struct ferry__buf **bufs, unsigned n)
+{
+	struct ferry__staging *stg = job->ticket->stg;
+	int rc = 0;
+	unsigned i;
+	for (i = 0; rc == 0 && i < n; i++) {
+		fill_from_memory(job, &r[i], bufs[i]->data);
+		rc = ferry__staging_queue(stg, bufs[i], &job->plan->copies[r[i].first], r[i].n,
+					  job->ticket);
+	}
+	for (; i < n; i++)
+		ferry__staging_give_back(stg, bufs[i]);
+	return rc;
+}
+
 /* Reads as many of the next up-to-max reads as it can lease buffers for (at
  * least one). Returns the number it ran, 0 when none is left, or a negative
  * code. */
@@ -268,14 +299,17 @@ static int run_some_reads(struct load_job *job, unsigned max)
 		ferry__staging_give_back(job->ticket->stg, bufs[i]);
 	if (n == 0)
 		return 0;
-	rc = read_and_queue(job, &job->plan->reads[first], bufs, n);
+	if (job->opts->src)
+		rc = stage_and_queue(job, &job->plan->reads[first], bufs, n);
+	else
+		rc = read_and_queue(job, &job->plan->reads[first], bufs, n);
 	return rc < 0 ? rc : (int)n;
 }
 
 static void load_worker(void *arg, unsigned index)
 {
 	struct load_job *job = arg;
-	unsigned depth = job->ld->io_ops->depth;
+	unsigned depth = job->opts->src ? 1 : job->ld->io_ops->depth; /* a memcpy needs no batching */
 	if (depth > MAX_READS_PER_CALL)
 		depth = MAX_READS_PER_CALL;
 	while (!job_failed(job) && __atomic_load_n(&job->next, __ATOMIC_RELAXED) < job->plan->nreads) {
@@ -298,13 +332,13 @@ static int finish_copies(struct load_job *job, int async)
 }
 
 /* Runs the plan's reads on up to parallel threads; then checks that the file
- * did not change under them. Returns the first error, or 0. */
+ * did not change under them (when they read it). Returns the first error, or 0. */
 static int run_plan(struct load_job *job, unsigned parallel)
 {
 	if (parallel > job->plan->nreads)
 		parallel = job->plan->nreads;
 	ferry__pool_parallel(job->ld->pool, parallel ? parallel : 1, load_worker, job);
-	if (!job->error) {
+	if (!job->error && !job->opts->src) {
 		int rc = ferry__io_check_unchanged(job->f);
 		if (rc < 0)
 			job_fail(job, rc);
@@ -319,14 +353,16 @@ int ferry__load_open(const struct ferry__loader *ld, const char *path, struct fe
 }
 
 /* Buffered or direct for this load's span of f (AUTO decides here, before any
- * read of it runs), said in the trace. */
+ * read of it runs), said in the trace; or memory, for bytes in host memory. */
 static void choose_path(const struct ferry__loader *ld, struct ferry__file *f,
-			const struct ferry__range *ranges, unsigned n, struct ferry__staging *stg)
+			const struct ferry__range *ranges, unsigned n, struct ferry__staging *stg,
+			const void *src)
 {
 	uint64_t start = ranges[0].offset, end = ranges[n - 1].offset + ranges[n - 1].len;
-	ferry__load_choose(ld, f, start, end - start);
-	ferry__staging_trace_file(stg, f->direct ? "direct" : "buffered", end - start, f->path,
-				  start);
+	if (!src)
+		ferry__load_choose(ld, f, start, end - start);
+	ferry__staging_trace_file(stg, src ? "memory" : f->direct ? "direct" : "buffered",
+				  end - start, f->path, start);
 }
 
 /* ---- zero copy: straight from a registered mapping (mapped.c) ---- */
@@ -395,12 +431,28 @@ static int load_mapped(const struct ferry__loader *ld, struct ferry__file *f,
 }
 
 /* The mapping to load ranges from, or NULL: the read path. A CRC asked for
- * needs the bytes in host staging, so it takes the read path. */
+ * needs the bytes in host staging, so it takes the read path; bytes from
+ * host memory are not the file's. */
 static struct ferry__mapping *pick_mapping(const struct ferry__loader *ld, struct ferry__file *f,
 					   unsigned n, const struct ferry__load_opts *opts)
 {
 	f->mapped = 0;
-	return n && !opts->crc ? ferry__mapped_find(ld->mapped, f) : NULL;
+	return n && !opts->crc && !opts->src ? ferry__mapped_find(ld->mapped, f) : NULL;
+}
+
+/* Ranges from host memory where staging is device memory, which the CPU
+ * cannot write: each copied synchronously. */
+static int copy_from_memory_sync(const struct ferry__loader *ld, struct ferry__file *f,
+				 const struct ferry__range *ranges, unsigned n, const char *src)
+{
+	struct ferry__device *dev = ld->dev;
+	for (unsigned i = 0; i < n; i++) {
+		int rc = ranges[i].len ? dev->ops->copy_sync(dev, ranges[i].dst, src + ranges[i].offset,
+							     ranges[i].len, FERRY__H2D) : 0;
+		if (rc < 0)
+			return ferry__load_copy_failed(f->path, rc);
+	}
+	return 0;
 }
 
 void ferry__load_close(const struct ferry__loader *ld, struct ferry__file *f)
@@ -409,32 +461,15 @@ void ferry__load_close(const struct ferry__loader *ld, struct ferry__file *f)
 		ld->io_ops->close(ld->io, f);
 }
 
-int ferry__load_ranges(const struct ferry__loader *ld, struct ferry__file *f,
-		       const struct ferry__range *ranges, unsigned n,
-		       const struct ferry__load_opts *opts)
+/* Runs the plan's reads and waits for (or, async, launches) their copies.
+ * Returns 0 or the first error, with its message. */
+static int run_job(const struct ferry__loader *ld, struct ferry__file *f, struct plan *plan,
+		   const struct ferry__load_opts *opts, struct ferry__ticket *ticket)
 {
-	struct ferry__ticket own = { 0 };
-	struct ferry__ticket *ticket = opts->async ? opts->async : &own;
-	if (!ticket->stg) /* a load continuing on an async ticket stays on its lane */
-		ticket->stg = ferry__lanes_pick(ld->lanes);
-	struct ferry__mapping *e = pick_mapping(ld, f, n, opts);
-	if (e)
-		return ferry__fail_subject(load_mapped(ld, f, e, ranges, n, opts, ticket), f->path);
-	struct plan plan = { 0 };
-	if (n)
-		choose_path(ld, f, ranges, n, ticket->stg);
-	int rc = make_plan(ranges, n, ferry__staging_chunk_size(ticket->stg), f->path, &plan);
-	if (rc < 0 || plan.nreads == 0) {
-		free_plan(&plan);
-		if (opts->crc)
-			*opts->crc = 0;
-		return rc < 0 ? rc : ferry__io_check_unchanged(f);
-	}
-	struct load_job job = { .ld = ld, .f = f, .plan = &plan, .ticket = ticket, .opts = opts };
-	if (opts->crc && !(job.crcs = calloc(plan.nreads, sizeof(*job.crcs)))) {
-		free_plan(&plan);
+	struct load_job job = { .ld = ld, .f = f, .plan = plan, .ticket = ticket, .opts = opts };
+	int rc = 0;
+	if (opts->crc && !(job.crcs = calloc(plan->nreads, sizeof(*job.crcs))))
 		return ferry__fail(-ENOMEM, "%s: out of memory planning reads", f->path);
-	}
 	pthread_mutex_init(&job.lock, NULL);
 	run_plan(&job, opts->parallel);
 	if (job.crcs && !job.error)
@@ -451,8 +486,46 @@ int ferry__load_ranges(const struct ferry__loader *ld, struct ferry__file *f,
 	pthread_mutex_destroy(&job.lock);
 	free(job.message);
 	free(job.crcs);
+	return rc;
+}
+
+/* The staging path: plans the ranges' chunk reads, runs them. */
+static int load_staged(const struct ferry__loader *ld, struct ferry__file *f,
+		       const struct ferry__range *ranges, unsigned n,
+		       const struct ferry__load_opts *opts, struct ferry__ticket *ticket)
+{
+	struct plan plan = { 0 };
+	if (n)
+		choose_path(ld, f, ranges, n, ticket->stg, opts->src);
+	int rc = make_plan(ranges, n, ferry__staging_chunk_size(ticket->stg), f->path, &plan);
+	if (rc == 0 && plan.nreads) {
+		rc = run_job(ld, f, &plan, opts, ticket);
+	} else if (rc == 0) { /* nothing to read: the file is still checked */
+		if (opts->crc)
+			*opts->crc = 0;
+		if (!opts->src)
+			rc = ferry__io_check_unchanged(f);
+	}
 	free_plan(&plan);
-	if (rc == 0)
+	return rc;
+}
+
+int ferry__load_ranges(const struct ferry__loader *ld, struct ferry__file *f,
+		       const struct ferry__range *ranges, unsigned n,
+		       const struct ferry__load_opts *opts)
+{
+	struct ferry__ticket own = { 0 };
+	struct ferry__ticket *ticket = opts->async ? opts->async : &own;
+	if (!ticket->stg) /* a load continuing on an async ticket stays on its lane */
+		ticket->stg = ferry__lanes_pick(ld->lanes);
+	if (opts->src && ld->io_ops->placement != FERRY__STAGE_PINNED)
+		return ferry__fail_subject(copy_from_memory_sync(ld, f, ranges, n, opts->src),
+					   f->path);
+	struct ferry__mapping *e = pick_mapping(ld, f, n, opts);
+	if (e)
+		return ferry__fail_subject(load_mapped(ld, f, e, ranges, n, opts, ticket), f->path);
+	int rc = load_staged(ld, f, ranges, n, opts, ticket);
+	if (rc == 0 && !opts->src)
 		ferry__mapped_offer(ld->mapped, f);
 	return ferry__fail_subject(rc, f->path);
 }

@@ -393,8 +393,8 @@ static int apply_config(struct ferry_reader *r, const struct ferry_reader_config
 	r->rows = cfg->samples == FERRY_SAMPLES_ROWS;
 	r->chunk = ferry__staging_chunk_size(ferry__lanes_get(ld->lanes, 0));
 	/* Packed reads are small: auto reads them buffered, as it does every small read. */
-	r->packable = ld->io_ops->placement == FERRY__STAGE_PINNED &&
-		      ld->direct != FERRY_DIRECT_ALWAYS;
+	r->host_staging = ld->io_ops->placement == FERRY__STAGE_PINNED;
+	r->packable = r->host_staging && ld->direct != FERRY_DIRECT_ALWAYS;
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /*
  * Fetching a batch's outputs. The batch, not the file, is the unit of data
  * movement: FETCH_PACK outputs (small, C order, native byte order, buffered
- * reads into pinned staging) are read back to back into one staging buffer,
+ * reads into pinned staging; or deflated .npz members, whose arrays the CPU
+ * writes there) are placed back to back into one staging buffer,
  * laid out as they lie in batch memory, so that one copy per batch lands a
  * whole run of them; runs of consecutive batches share the buffer. A file
  * whose header came from the cache is read with its header in the same
@@ -152,6 +153,43 @@ out:
 	ferry__slot_close(r, s);
 }
 
+/* What reading a deflated member took: its compressed bytes, which the probe
+ * read whole (the zip directory's reads are not counted). */
+static void count_inflated(struct slot *s)
+{
+	if (s->member && s->member->inflated) {
+		s->stats.bytes_read += s->member->csize;
+		s->stats.reads++;
+	}
+}
+
+/* The output of s, a deflated member, into host staging at dst: the runs of
+ * its region copied out of its array (inflated by the probe, converted on
+ * the host) by the CPU. No read, and no copy of its own. */
+static void place_member(struct ferry_reader *r, struct slot *s, char *dst)
+{
+	struct ferry__run one, *runs = NULL;
+	const unsigned char *array = NULL;
+	int rc = open_slot(r, s);
+	if (rc != 0)
+		return;
+	int64_t n = region_runs(s, &one, &runs);
+	rc = n < 0 ? (int)n : ferry__io_check_unchanged(s->f);
+	if (rc == 0)
+		rc = ferry__member_array(s->f, s->member, &array);
+	for (int64_t k = 0; rc == 0 && k < n; k++)
+		memcpy(dst + runs[k].dst, array + runs[k].src, runs[k].len);
+	if (runs != &one)
+		free(runs);
+	if (rc < 0) {
+		ferry__slot_fail(r, s, rc);
+	} else {
+		count_inflated(s);
+		ferry__load_count_file(&s->stats, s->f);
+	}
+	ferry__slot_close(r, s);
+}
+
 int ferry__item_packs(const struct ferry_batch *b, const struct item *it)
 {
 	return it->kind == ITEM_FETCH && b->slots[b->out[it->first]].kind == FETCH_PACK;
@@ -197,7 +235,10 @@ static void read_pack_item(struct ferry_batch *b, const struct item *it, struct 
 		}
 		for (unsigned i = 0; i < n; i++)
 			dsts[i] = (char *)buf->data + pos + (ss[i]->offset - first->offset);
-		read_packed(b->r, ss, dsts, n);
+		if (ss[0]->member)
+			place_member(b->r, ss[0], dsts[0]);
+		else
+			read_packed(b->r, ss, dsts, n);
 	}
 	*copy = (struct ferry__copy){ .dst = b->mem + first->offset, .src_offset = pos,
 				      .len = (size_t)ferry__item_span(b, it),
@@ -274,24 +315,40 @@ static int fill_output(struct ferry_reader *r, struct slot *s, char *dst)
 	return rc;
 }
 
-/* Reads the runs straight from a C-order, native-endian file; with a ticket,
- * returns once the copies are queued. */
+/* Loads the runs through the loader's chunked path: read straight from a
+ * C-order, native-endian file, or (src) copied out of that array in host
+ * memory. With a ticket, returns once the copies are queued. */
 static int read_runs(struct ferry_reader *r, struct slot *s, char *dst, const struct ferry__run *runs,
-		     int64_t n, struct ferry__ticket *async)
+		     int64_t n, struct ferry__ticket *async, const void *src)
 {
 	struct ferry__range *ranges = malloc((size_t)(n ? n : 1) * sizeof(*ranges));
+	uint64_t base = src ? 0 : s->h.data_offset;
 	struct ferry__load_opts opts = { .parallel = r->ld->threads, .async = async,
 					 .stats = &s->stats, .head = s->cached ? s->head : NULL,
-					 .head_len = ferry__head_len(&s->h) };
+					 .head_len = ferry__head_len(&s->h), .src = src };
 	if (!ranges)
 		return ferry__fail(-ENOMEM, "reader: out of memory for %lld ranges", (long long)n);
 	for (int64_t k = 0; k < n; k++)
-		ranges[k] = (struct ferry__range){ .offset = s->h.data_offset + runs[k].src,
+		ranges[k] = (struct ferry__range){ .offset = base + runs[k].src,
 						   .len = runs[k].len, .dst = dst + runs[k].dst };
 	int rc = n ? ferry__load_ranges(r->ld, s->f, ranges, (unsigned)n, &opts)
 		   : ferry__io_check_unchanged(s->f);
 	free(ranges);
 	return rc;
+}
+
+/* A FETCH_BIG output: the runs of a C-order, native-endian file, or of a
+ * deflated member's array (converted on the host), queued on async. */
+static int big_runs(struct ferry_reader *r, struct slot *s, char *dst, const struct ferry__run *runs,
+		    int64_t n, struct ferry__ticket *async)
+{
+	const unsigned char *array = NULL;
+	if (!s->member)
+		return read_runs(r, s, dst, runs, n, async, NULL);
+	int rc = ferry__io_check_unchanged(s->f);
+	if (rc == 0)
+		rc = ferry__member_array(s->f, s->member, &array);
+	return rc < 0 ? rc : read_runs(r, s, dst, runs, n, async, array);
 }
 
 /* The whole array of s (its archive member's with npz_key) into dst. */
@@ -342,17 +399,19 @@ static void fetch_one(struct ferry_batch *b, struct slot *s)
 	if (rc == 0 && s->rg.padded)
 		rc = fill_output(r, s, dst);
 	if (rc == 0 && s->kind == FETCH_BIG)
-		rc = read_runs(r, s, dst, runs, n, &b->tickets[lane]);
+		rc = big_runs(r, s, dst, runs, n, &b->tickets[lane]);
 	else if (rc == 0)
 		rc = s->h.swap || s->h.fortran_order || s->member
 			     ? copy_runs_via_scratch(r, s, dst, runs, n)
-			     : read_runs(r, s, dst, runs, n, NULL);
+			     : read_runs(r, s, dst, runs, n, NULL, NULL);
 	if (runs != &one)
 		free(runs);
-	if (rc < 0)
+	if (rc < 0) {
 		ferry__slot_fail(r, s, rc);
-	else
+	} else {
+		count_inflated(s);
 		ferry__load_count_file(&s->stats, s->f);
+	}
 	ferry__slot_close(r, s);
 }
 

@@ -263,9 +263,23 @@ static int lay_out(struct ferry_batch *b)
 	return reserve_memory(b, total);
 }
 
+/* A deflated member's output is written into staging by the CPU (its array,
+ * inflated by the probe and converted on the host): packed with others when
+ * it fits a chunk, else chunked; read in no staging buffer, so O_DIRECT
+ * does not matter. Not where staging is device memory, nor padded outputs
+ * (filled first), nor stored members (their CRC covers the whole member). */
+static enum fetch_kind member_kind(const struct ferry_reader *r, const struct slot *s)
+{
+	if (!s->member->inflated || !r->host_staging || s->rg.padded)
+		return FETCH_SLOW;
+	return s->nbytes > r->chunk ? FETCH_BIG : FETCH_PACK;
+}
+
 static enum fetch_kind kind_of(const struct ferry_reader *r, const struct slot *s)
 {
-	if (s->rg.padded || s->h.swap || (s->h.fortran_order && s->h.ndim > 1) || s->member)
+	if (s->member)
+		return member_kind(r, s);
+	if (s->rg.padded || s->h.swap || (s->h.fortran_order && s->h.ndim > 1))
 		return FETCH_SLOW;
 	if (!r->packable || s->nbytes > r->chunk)
 		return FETCH_BIG;

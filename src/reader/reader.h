@@ -208,6 +208,7 @@ struct ferry_reader {
 	unsigned slots_cap;          /* real samples a batch may hold: min(batch, largest shard) */
 	uint64_t epochs, seed;
 	int stick, pad, shuffle, shuffle_all, cache_on, packable;
+	int host_staging;            /* staging is pinned host memory, which the CPU can write */
 	int rows;                    /* FERRY_SAMPLES_ROWS */
 	char *key;                   /* npz_key: the member every archive gives (owned), or NULL */
 	uint64_t nsamples;           /* files, or rows of all files */

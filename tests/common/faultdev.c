@@ -57,6 +57,11 @@ static int f_copy_async(struct ferry__device *dev, struct ferry__stream *s, void
 {
 	FORWARD(T_FAULT_COPY, INNER(dev)->ops->copy_async(INNER(dev), s, dst, src, len, kind));
 }
+static int f_copy_sync(struct ferry__device *dev, void *dst, const void *src, size_t len,
+		       enum ferry__copy_kind kind)
+{
+	FORWARD(T_FAULT_COPY_SYNC, INNER(dev)->ops->copy_sync(INNER(dev), dst, src, len, kind));
+}
 static int f_event_create(struct ferry__device *dev, struct ferry__event **out)
 {
 	FORWARD(T_FAULT_EVENT_CREATE, INNER(dev)->ops->event_create(INNER(dev), out));
@@ -85,7 +90,6 @@ static void f_pinned_free(struct ferry__device *dev, void *p, size_t n) { INNER(
 static int f_stream_create(struct ferry__device *dev, struct ferry__stream **o) { return INNER(dev)->ops->stream_create(INNER(dev), o); }
 static void f_stream_destroy(struct ferry__device *dev, struct ferry__stream *s) { INNER(dev)->ops->stream_destroy(INNER(dev), s); }
 static int f_stream_wait_event(struct ferry__device *dev, struct ferry__stream *s, struct ferry__event *e) { return INNER(dev)->ops->stream_wait_event(INNER(dev), s, e); }
-static int f_copy_sync(struct ferry__device *dev, void *d, const void *s, size_t n, enum ferry__copy_kind k) { return INNER(dev)->ops->copy_sync(INNER(dev), d, s, n, k); }
 static int f_memset_async(struct ferry__device *dev, struct ferry__stream *s, void *d, int b, size_t n) { return INNER(dev)->ops->memset_async(INNER(dev), s, d, b, n); }
 static void f_event_destroy(struct ferry__device *dev, struct ferry__event *e) { INNER(dev)->ops->event_destroy(INNER(dev), e); }
 static int f_gate_create(struct ferry__device *dev, struct ferry__gate **g) { return INNER(dev)->ops->gate_create(INNER(dev), g); }
@@ -205,6 +209,11 @@ int t_fault_fired(struct ferry__device *dev)
 	int fired = f->fired;
 	pthread_mutex_unlock(&f->lock);
 	return fired;
+}
+
+struct ferry__device *t_fault_inner(struct ferry__device *dev)
+{
+	return fd_of(dev)->inner;
 }
 
 void t_fault_no_convert(struct ferry__device *dev)

@@ -91,7 +91,7 @@ enum t_fault_class {
 	T_FAULT_NONE, T_FAULT_MEM_ALLOC, T_FAULT_PINNED_ALLOC, T_FAULT_COPY,
 	T_FAULT_EVENT_CREATE, T_FAULT_EVENT_RECORD, T_FAULT_EVENT_QUERY, T_FAULT_EVENT_SYNC,
 	T_FAULT_STREAM_SYNC, T_FAULT_CONVERT, T_FAULT_MAP_READY, T_FAULT_MAP_REGISTER,
-	T_FAULT_NCLASSES
+	T_FAULT_COPY_SYNC, T_FAULT_NCLASSES
 };
 struct ferry__device *t_fault_device(struct ferry__device *inner);
 void t_fault_arm(struct ferry__device *fault_dev, enum t_fault_class cls, unsigned long n,
@@ -100,6 +100,9 @@ void t_fault_arm(struct ferry__device *fault_dev, enum t_fault_class cls, unsign
 unsigned long t_fault_calls(struct ferry__device *fault_dev, enum t_fault_class cls);
 /* Whether the armed fault has fired. */
 int t_fault_fired(struct ferry__device *fault_dev);
+/* The device it wraps: calls through it are neither counted nor failed (a
+ * test reading results back without adding to the counts). */
+struct ferry__device *t_fault_inner(struct ferry__device *fault_dev);
 /* Takes the device's conversions away (before a context is made on it), so
  * that loads convert on the host as on a device without them. */
 void t_fault_no_convert(struct ferry__device *fault_dev);
