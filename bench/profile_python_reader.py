@@ -29,12 +29,19 @@ core; its CPU time does not. Then, unless --no-cprofile, cProfile's top
 functions of one more run at the last batch size (its libferry calls are not
 functions to cProfile: their time is their caller's tottime).
 
+--preloaded times instead --rounds windows of batches (up to 4096 files, 1024
+batches, a window) that loaded while the loop slept: next then finds each
+batch ready and the IO threads are idle, so what is left is the cost per
+batch of ferry's Python layer, libferry's calls and the tensor, on a quiet
+core.
+
 usage: profile_python_reader.py DIR [--batch-sizes 1,4,32] [--seconds 2]
-       [--runs 5] [--no-cprofile]
+       [--runs 5] [--preloaded [--rounds 8]] [--no-cprofile]
 """
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import statistics
 import sys
@@ -101,54 +108,97 @@ class Wrapped:
             setattr(lib, name, func)
 
 
-def loop(r, seconds, make, wrapped=None):
-    """Batches of r for seconds. Returns a dict of seconds (wall, cpu, next,
-    drop, tensor, and the libferry calls when wrapped) and counts."""
-    b = r.next_batch()  # the first batch's latency is not the steady rate
-    t = make(b)
-    del t, b
-    if wrapped is not None:
-        wrapped.reset()
-    n = samples = 0
-    in_next = in_drop = in_tensor = 0.0
-    drop_c = 0.0
+class Totals:
+    """Seconds (wall, cpu, next, drop, tensor, c_drop) and counts of the
+    batches timed so far."""
+
+    def __init__(self):
+        self.__dict__.update(wall=0.0, cpu=0.0, next=0.0, drop=0.0, tensor=0.0, c_drop=0.0,
+                             batches=0, samples=0)
+
+
+def stretch(r, make, totals, wrapped, seconds=None, count=None):
+    """Takes batches of r for seconds, or count of them (or until the
+    last), adding their times to totals. False after the last batch."""
     cpu0, t0 = time.thread_time(), time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+    n, more = 0, True
+    while (count is None or n < count) and (seconds is None or
+                                            time.perf_counter() - t0 < seconds):
         a = time.perf_counter()
         b = r.next_batch()
         if b is None:
+            more = False
             break
         c = time.perf_counter()
         t = make(b)
         d = time.perf_counter()
-        samples += len(t)
+        totals.samples += len(t)
         if wrapped is not None:
             before = wrapped.seconds()
         del t, b  # the batch goes back to the reader
         e = time.perf_counter()
         if wrapped is not None:
-            drop_c += wrapped.seconds() - before
-        in_next += c - a
-        in_tensor += d - c
-        in_drop += e - d
+            totals.c_drop += wrapped.seconds() - before
+        totals.next += c - a
+        totals.tensor += d - c
+        totals.drop += e - d
         n += 1
-    out = {"wall": time.perf_counter() - t0, "cpu": time.thread_time() - cpu0, "next": in_next,
-           "drop": in_drop, "tensor": in_tensor, "batches": n, "samples": samples}
+    totals.wall += time.perf_counter() - t0
+    totals.cpu += time.thread_time() - cpu0
+    totals.batches += n
+    return more
+
+
+def loop(r, seconds, make, wrapped=None, plan=None):
+    """Batches of r for seconds, or as plan (window, rounds, settle) says:
+    rounds of a sleep of settle seconds, while the reader loads window
+    batches ahead, then those window batches timed. Returns a dict of
+    seconds (wall, cpu, next, drop, tensor, and the libferry calls when
+    wrapped) and counts."""
+    b = r.next_batch()  # the first batch's latency is not the steady rate
+    t = make(b)
+    del t, b
+    if wrapped is not None:
+        wrapped.reset()
+    totals = Totals()
+    if plan is None:
+        stretch(r, make, totals, wrapped, seconds=seconds)
+    else:
+        window, rounds, settle = plan
+        for _ in range(rounds):
+            time.sleep(settle)
+            if not stretch(r, make, totals, wrapped, count=window):
+                break
+    out = dict(vars(totals))
     if wrapped is not None:
         out["c_total"] = wrapped.seconds()
-        out["c_drop"] = drop_c
         for name in TIMED:
             out[name] = wrapped.seconds(name)
     return out
 
 
-def one_run(root, batch, seconds, make):
+def reader(root, batch, preloaded, rounds):
+    """A Reader of root, and loop()'s plan for it (None: as a user runs it).
+    preloaded (a count of files): rounds of batches that loaded while the
+    loop slept, a window of at most 4096 files (and 1024 batches, the
+    deepest prefetch) at a time."""
+    if not preloaded:
+        return ferry.Reader(file_root=root, batch_size=batch), None
+    window = max(1, min(1024, min(preloaded, 4096) // batch))
+    r = ferry.Reader(file_root=root, batch_size=batch, prefetch_queue_depth=window)
+    # 0.2 s, and 50 us a file: 20K files/s at least, on cores other programs share.
+    return r, (window, rounds, 0.2 + window * batch * 50e-6)
+
+
+def one_run(root, batch, seconds, make, preloaded, rounds):
     """One unwrapped and one wrapped pass; returns per-batch microseconds."""
-    with ferry.Reader(file_root=root, batch_size=batch) as r:
-        plain = loop(r, seconds, make)
+    r, plan = reader(root, batch, preloaded, rounds)
+    with r:
+        plain = loop(r, seconds, make, plan=plan)
     with Wrapped() as w:
-        with ferry.Reader(file_root=root, batch_size=batch) as r:
-            parts = loop(r, seconds, make, w)
+        r, plan = reader(root, batch, preloaded, rounds)
+        with r:
+            parts = loop(r, seconds, make, w, plan)
     us, pus = 1e6 / max(plain["batches"], 1), 1e6 / max(parts["batches"], 1)
     py_next = parts["next"] - (parts["c_total"] - parts["c_drop"])
     py_drop = parts["drop"] - parts["c_drop"]
@@ -171,8 +221,8 @@ def spread(runs, key, fmt="%.1f"):
                                                 max(values))
 
 
-def measure(root, batch, seconds, make, nruns):
-    runs = [one_run(root, batch, seconds, make) for _ in range(nruns)]
+def measure(root, batch, seconds, make, nruns, preloaded, rounds):
+    runs = [one_run(root, batch, seconds, make, preloaded, rounds) for _ in range(nruns)]
     med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     print("batch %4d (%d runs; median [min-max]):" % (batch, nruns))
     print("  wall %s us/batch, %s batches/s, %s samples/s; main-thread CPU %s us/batch"
@@ -211,6 +261,11 @@ def main():
     p.add_argument("--seconds", type=float, default=2.0, help="of each pass (2)")
     p.add_argument("--runs", type=int, default=5, help="runs a batch size, medians (5)")
     p.add_argument("--no-cprofile", action="store_true", help="skip the cProfile run")
+    p.add_argument("--preloaded", action="store_true",
+                   help="time only batches that loaded while the loop slept: the Python layer "
+                        "without the IO threads competing for the cores")
+    p.add_argument("--rounds", type=int, default=8,
+                   help="--preloaded: sleeps and windows a run (8)")
     a = p.parse_args()
     if a.runs < 1:
         p.error("--runs must be at least 1")
@@ -218,8 +273,13 @@ def main():
     sizes = [int(s) for s in a.batch_sizes.split(",")]
     print("ferry %s, tensors by %s, device %s, %s" % (
         ferry.__version__, kind, ferry.default_context().device, a.dir))
+    preloaded = 0
+    if a.preloaded:
+        preloaded = sum(1 for _, _, names in os.walk(a.dir) for n in names if n.endswith(".npy"))
+        print("preloaded: every batch timed had loaded before the loop took it (%d rounds a "
+              "run of a sleep, then a window of up to 4096 files, 1024 batches)" % a.rounds)
     for batch in sizes:
-        measure(a.dir, batch, a.seconds, make, a.runs)
+        measure(a.dir, batch, a.seconds, make, a.runs, preloaded, a.rounds)
     if not a.no_cprofile:
         profile(a.dir, sizes[-1], a.seconds, make)
     return 0
