@@ -30,16 +30,34 @@ SHUFFLE_AFTER_EPOCH_SEED = 0x2545F4914F6CDD1D
 
 class _ReaderHandle(_lib.Handle):
     """Owns one ferry_reader (and the config memory it was opened with), a
-    dependent of its context. Its batches are its dependents: the C reader
-    closes when the reader is closed (or collected, or replaced by set_epoch or
-    load_state_dict) and no batch remains."""
+    dependent of its context. Its dependents are the calls in progress on it
+    (Reader._hold to _drop) and its batches: the C reader closes when the
+    reader is closed (or collected, or replaced by set_epoch or
+    load_state_dict) and neither remains. A call that takes a batch hands its
+    count to the batch's _BatchOwner, whose finalizer drops it
+    (batch_gone)."""
 
     def __init__(self, ctx, ptr, keep):
-        super().__init__(ptr, _lib.get().ferry_reader_close, parent=ctx)
+        lib = _lib.get()
+        super().__init__(ptr, lib.ferry_reader_close, parent=ctx)
         self.ctx = ctx          # the _CtxHandle: outlives the reader
+        self.device = ctx.device
         self._keep = keep       # ctypes objects the config points into
+        self._release_batch = lib.ferry_batch_release
         self.nfiles = None      # the dataset's files, once len() needed them
         self.epoch_batches = None  # (epoch, its batches), once a batch of it was read
+
+    def batch_gone(self, ptr):
+        """The last user of the batch at ptr is gone (its _BatchOwner's
+        finalizer, on whichever thread dropped it): hands it back to the C
+        reader, then drops its count, closing the C reader if the reader was
+        closed and this was its last dependent."""
+        self._release_batch(ptr)
+        with self._lock:
+            self.dependents -= 1
+            if self.dependents or not self.released:
+                return
+        self._close_if_done()
 
 
 def _error_file(message):
@@ -279,16 +297,17 @@ class Reader:
         # Where batches go.
         device = _check.device("device", device, DEVICES)
         _check_ctx(ctx)
-        _stream_number(stream)
+        stream_no = _stream_number(stream)
         if use_o_direct and ctx is not None and ctx.direct is not True:
             raise ValueError("use_o_direct=True: ctx was not made with direct=True "
                              "(make it so, or leave ctx out for a shared O_DIRECT context)")
-        self._stream = stream
+        self._stream_no = stream_no  # its DLPack number, fixed for the reader's life
         # Guards _handle, _stash and _calls. Reentrant: a signal handler may
         # close the reader on a thread that holds it.
         self._lock = threading.RLock()
         self._calls_done = threading.Condition(self._lock)
         self._calls = {}               # thread id: calls in progress on this reader
+        self._closers = 0              # threads waiting in _wait_calls, to be notified
         self._stash = []               # batches an iteration took from the next epoch
         self._seq = itertools.count()
         self._exhausted = None         # (epoch, 0) when a state put it past its epochs
@@ -384,7 +403,6 @@ class Reader:
         """Replaces the C reader by one opened at target (set_epoch,
         load_state_dict). Batches taken before stay valid; other threads
         waiting in next_batch get ValueError."""
-        me = threading.get_ident()
         with self._lock:
             if self._closed:
                 raise ValueError("ferry.Reader is closed")
@@ -393,33 +411,58 @@ class Reader:
             self._exhausted = exhausted
             self._pending_state = self._pending_epoch = None
             stash, self._stash = self._stash, []
-            self._calls_done.wait_for(lambda: not any(
-                n for ident, n in self._calls.items() if ident != me))
+            self._wait_calls()
         del stash
         if old is not None:
             old.release()  # a background error of the reader left behind is of no interest
 
+    def _wait_calls(self):
+        """Waits (holding self._lock) until no other thread has a call in
+        progress on this reader: close() and _reset() then release the old
+        C reader with nobody inside it. Calls of this thread (a signal
+        handler's close) cannot end first and are not waited for."""
+        me = threading.get_ident()
+        self._closers += 1
+        try:
+            self._calls_done.wait_for(lambda: not any(
+                n for ident, n in self._calls.items() if ident != me))
+        finally:
+            self._closers -= 1
+
     def _hold(self):
-        """Returns the live handle (opening it for lazy_init), counted as busy
-        until _drop(h): close() waits for the calls in progress on other
-        threads to end (next_batch ends its wait within a slice), so that the
-        C reader is never freed under a call."""
+        """Returns the live handle (opening it for lazy_init), counted as a
+        dependent of it and as a call of this thread until _drop(h): close()
+        waits for the calls in progress on other threads to end (next_batch
+        ends its wait within a slice), and the C reader is never freed under
+        a call. One lock of the reader's and one of the handle's."""
+        me = threading.get_ident()
         with self._lock:
-            h = self._start()
+            h = self._handle
+            if h is None:
+                h = self._start()  # ValueError when closed
             if not h.hold():
                 raise ValueError("ferry.Reader is closed")
-            me = threading.get_ident()
-            self._calls[me] = self._calls.get(me, 0) + 1
+            calls = self._calls
+            calls[me] = calls.get(me, 0) + 1
         return h
 
-    def _drop(self, h):
-        h.drop_dependent()
+    def _drop(self, h, handed_on=False):
+        """Ends the call _hold(h) began. handed_on: its count on h went to
+        the batch it took (whose finalizer drops it), so h keeps it. The
+        count goes before the call does: a close() that saw no call left
+        then closes the C reader itself, and gets its error."""
+        if not handed_on:
+            h.drop_dependent()
+        me = threading.get_ident()
         with self._lock:
-            me = threading.get_ident()
-            self._calls[me] -= 1
-            if not self._calls[me]:
-                del self._calls[me]
-            self._calls_done.notify_all()
+            calls = self._calls
+            n = calls[me] - 1
+            if n:
+                calls[me] = n
+            else:
+                del calls[me]
+            if self._closers:
+                self._calls_done.notify_all()
 
     # ---- what it is ----
 
@@ -659,22 +702,32 @@ class Reader:
         that Python's signal handlers run (Ctrl-C raises KeyboardInterrupt
         promptly) and a close() from another thread ends the wait with
         ValueError."""
-        with self._lock:
-            if self._stash:
-                return heapq.heappop(self._stash)[-1]
+        if self._stash:
+            with self._lock:
+                if self._stash:
+                    return heapq.heappop(self._stash)[-1]
         h = self._hold()
+        owner = None
         try:
             if self._exhausted is not None:
                 return None
-            return self._read(h)
+            ptr = self._wait_next(h)
+            if ptr is None:
+                return None
+            # From here the batch holds the call's count on h, until its last user is gone.
+            owner = _BatchOwner(h, ptr)
+            return self._describe(h, owner)
         finally:
-            self._drop(h)
+            self._drop(h, owner is not None)
 
-    def _read(self, h):
+    def _wait_next(self, h):
+        """The next ferry_batch's address, waiting for it in slices; None
+        after the last epoch. FerryError for a batch that failed,
+        ValueError once the reader was closed or moved meanwhile."""
         lib = _lib.get()
         ptr = ctypes.c_void_p()
         while True:
-            rc = lib.ferry_reader_next_timeout(h.ptr, ctypes.byref(ptr), _WAIT_SLICE_MS)
+            rc = lib.ferry_reader_next_timeout(h.ptr, ptr, _WAIT_SLICE_MS)
             if rc != -errno.ETIMEDOUT:
                 break
             # Nothing lost: the batch is still loading. Signal handlers run here.
@@ -687,18 +740,25 @@ class Reader:
             err = _lib.make_error(rc)
             err.filename = _error_file(err.message)
             raise err
-        owner = _BatchOwner(h, ptr.value)
+        return ptr.value
+
+    def _describe(self, h, owner):
+        """The Batch of the ferry_batch owner holds: one libferry call
+        (ferry_batch_describe), and one more at an epoch's first batch."""
         info = _lib.BatchInfo()
-        _lib.check(lib.ferry_batch_describe(ptr, ctypes.byref(info)))
-        batches = self._epoch_batches(h, info.epoch)
+        _lib.check(_lib.get().ferry_batch_describe(owner.ptr, info))
+        known = h.epoch_batches
+        if known is not None and known[0] == info.epoch:
+            batches = known[1]
+        else:
+            batches = self._epoch_batches(h, info.epoch)
         last = batches is not None and info.index + 1 >= batches
-        device = h.ctx.device
         # libferry hands out complete batches: with no stream asked for, none
         # is named and nothing waits (no per-batch query of torch's stream).
-        cai_stream = None
-        if self._stream is not None:
-            cai_stream = owner.ready_on(device, _stream_number(self._stream))
-        return _make_batch(owner, lib, ptr, info, device, last, cai_stream)
+        stream = None
+        if self._stream_no is not None:
+            stream = owner.ready_on(h.device, self._stream_no)
+        return _make_batch(owner, info, h.device, last, stream)
 
     def _epoch_batches(self, h, epoch):
         """The batches of epoch (a number fixed for the life of the C reader h),
@@ -746,14 +806,11 @@ class Reader:
         FerryError for an error of a background load; but while a batch or an
         array of one is alive, only when the last one is collected. Calling it
         again does nothing."""
-        me = threading.get_ident()
         with self._lock:
             h, self._handle = self._handle, None
             self._closed = True
             stash, self._stash = self._stash, []
-            # Calls of this thread (a signal handler's close) cannot end first.
-            self._calls_done.wait_for(lambda: not any(
-                n for ident, n in self._calls.items() if ident != me))
+            self._wait_calls()
         del stash
         if h is not None:
             _lib.check(h.release())
