@@ -31,9 +31,9 @@ functions to cProfile: their time is their caller's tottime).
 
 --preloaded times instead --rounds windows of batches (up to 4096 files, 1024
 batches, a window) that loaded while the loop slept: next then finds each
-batch ready and the IO threads are idle, so what is left is the cost per
-batch of ferry's Python layer, libferry's calls and the tensor, on a quiet
-core.
+batch ready, so what is left is the cost per batch of ferry's Python layer,
+libferry's calls (next still schedules the batches that refill the window,
+and the IO threads start on them) and the tensor.
 
 usage: profile_python_reader.py DIR [--batch-sizes 1,4,32] [--seconds 2]
        [--runs 5] [--preloaded [--rounds 8]] [--no-cprofile]
@@ -263,7 +263,7 @@ def main():
     p.add_argument("--no-cprofile", action="store_true", help="skip the cProfile run")
     p.add_argument("--preloaded", action="store_true",
                    help="time only batches that loaded while the loop slept: the Python layer "
-                        "without the IO threads competing for the cores")
+                        "without waiting for IO")
     p.add_argument("--rounds", type=int, default=8,
                    help="--preloaded: sleeps and windows a run (8)")
     a = p.parse_args()
