@@ -262,6 +262,8 @@ def test_sequence(same, mixed, many, tmp):
             except IndexError:
                 pass
         check(b[0] is b[0], "a sample is made once")
+        b.note = "mine"  # a user's own attribute, as on any object
+        check(b.note == "mine", "a Batch takes no attribute of the user's")
         check([os.path.basename(p) for p in b.paths] == ["s00.npy", "s01.npy", "s02.npy",
                                                          "s03.npy"], "paths %r" % b.paths)
         check(b.is_padding == [False] * 4, "is_padding")

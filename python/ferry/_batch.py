@@ -101,8 +101,11 @@ class Batch(collections.abc.Sequence):
     array, view, tensor or DLPack capsule made from it are gone.
     """
 
+    # Slots make a batch quicker to build; __dict__ (made only when used) still
+    # lets a user attach attributes of their own, as before.
     __slots__ = ("_owner", "device", "epoch", "index", "_size", "_ptr", "_shape", "_typestr",
-                 "_ragged", "_last", "_stream", "_whole", "_samples", "_np", "__weakref__")
+                 "_ragged", "_last", "_stream", "_whole", "_samples", "_np", "__weakref__",
+                 "__dict__")
 
     def __init__(self, owner, device, epoch, index, size, ptr, shape, typestr, ragged, last,
                  stream):
