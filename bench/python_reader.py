@@ -37,6 +37,12 @@ CPU seconds per GB: user + system of this process (ferry's IO threads and the
 DataLoader's pin-memory thread included) plus, for the DataLoader, of its live
 worker processes, from /proc/<pid>/stat (RUSAGE_CHILDREN sees no live child).
 
+--repeats N runs the whole matrix N times in turn and gives each row as the
+median of its N runs (bench/report_reader.py's merge_repeats: repeats, the
+min and max of files/s, GB/s and CPU s/GB, every run's files/s);
+bench/run.sh instead runs this script (and the C part) N times, alternating,
+and its report merges the runs the same way.
+
 Prints one JSON document whose "runs" have the shape of `ferry bench --json`
 runs (plus batch_size, and workers for the DataLoader); a missing module, an
 API this ferry lacks, or a failure is a run with available=false and a note,
@@ -47,7 +53,7 @@ bench/report.py fills it from the read-only ceiling of the same files that
 usage: python_reader.py --dir DIR [--workload NAME] [--cache warm,cold]
        [--batch-sizes 1,4,32,256] [--tools LIST] [--workers 8,16]
        [--seconds-limit S] [--min-seconds S] [--budget-seconds S]
-       [--device auto|cuda|host] [--series NAME] [--verify]
+       [--device auto|cuda|host] [--series NAME] [--verify] [--repeats N]
 """
 import argparse
 import datetime
@@ -61,6 +67,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from python_alternatives import (drop_caches, gpu_name, list_files, payload_bytes,  # noqa: E402
                                  warm_files)
+from report_reader import merge_repeats  # noqa: E402
 
 TOOLS = ("python_reader_stacked", "python_reader_per_sample", "torch_dataloader", "dali_reader")
 
@@ -650,6 +657,9 @@ def parse_args(argv):
     ap.add_argument("--series", default="reader", help="label copied into every run (reader)")
     ap.add_argument("--verify", action="store_true",
                     help="check every stacked row against np.load of its file (timed too)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="runs of each row, the matrix N times in turn; each row is their "
+                         "median, with their min and max (1)")
     args = ap.parse_args(argv)
     args.workload = args.workload or os.path.basename(os.path.normpath(args.dir))
     args.caches = [c for c in args.cache.replace("both", "warm,cold").split(",") if c]
@@ -658,6 +668,8 @@ def parse_args(argv):
     args.worker_list = int_list(args.workers or ",".join(str(w) for w in sorted({8, max(8, cores)})),
                                 "--workers", 1)
     args.best_workers = None  # the DataLoader's best num_workers, once tried
+    if args.repeats < 1:
+        ap.error("--repeats must be a whole number from 1")
     args.tool_list = [t for t in args.tools.split(",") if t]
     for t in args.tool_list:
         if t not in TOOLS:
@@ -680,7 +692,12 @@ def main(argv):
         notes.append("cold runs need drop_caches, which is not permitted here: not measured")
     if kind == "host":
         notes.append("ferry.Reader on the host device: its numbers say nothing about a GPU")
-    runs = matrix(args, paths, dev, can_drop, start)
+    runs = []
+    for _ in range(args.repeats):
+        runs += matrix(args, paths, dev, can_drop, start)
+    if args.repeats > 1:
+        runs = merge_repeats(runs)
+        notes.append("each row is the median of its %d runs (--repeats)" % args.repeats)
     doc = {
         "machine": socket.gethostname(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -8,6 +8,9 @@ Each part is a `ferry bench --json`, `python_alternatives.py` or
 "device_kinds", "ceilings" (the best of the parts), "ceilings_by_workload",
 "reader_ceilings" (the read-only ceiling of each file set and cache that the
 reader rows are measured against, from the C reader's parts), "notes", "runs"};
+the repeats of a reader row (bench/run.sh --repeats) are merged into one run
+of medians with their spread, and a file set's ceiling is the median of its
+parts' (report_reader.py);
 runs without a ratio_to_ceiling get it from their workload's ceilings: the
 reader rows (report_reader.py) from reader_ceilings, the other Python ones
 from pinned_h2d when warm, storage_direct when cold; reader rows also get
@@ -83,6 +86,7 @@ def merge(parts, machine, extra_notes):
         for run in doc.get("runs") or []:
             fill_ratio(run, by_workload)
             runs.append(run)
+    runs = report_reader.merge_repeats(runs)
     report_reader.fill(runs, reader_ceilings)
     dates = sorted(d.get("date") for _, d in parts if d.get("date"))
     return {

@@ -9,8 +9,18 @@ torch_dataloader, dali_reader). The ceiling of a (file set, cache) pair is the
 read-only ceiling that the C part of that file set measured: warm, its
 ceilings.read_only_*; cold, its read_only run (measured cold just before its
 cold reader rows).
+
+Repeats (bench/run.sh --repeats N runs each file set's C and Python parts N
+times, alternating; python_reader.py --repeats N its rows): the runs of one
+row (same tool, backend, file set, cache, batch size, threads or workers)
+are merged into one by merge_repeats, each of its numbers the median of its
+available runs' (for an even count, the mean of the middle two), with
+`repeats` (how many), the min and max of files/s, GB/s and CPU s/GB, and
+every run's files/s in `runs_files_per_s`; a file set's ceiling is likewise
+the median of the ceilings its C parts measured.
 """
 import os
+import statistics
 
 COLUMNS = (("reader", "C reader"), ("python_reader_stacked", "Python stacked"),
            ("python_reader_per_sample", "Python per-sample"),
@@ -32,10 +42,90 @@ def is_reader_run(run):
     return run.get("series") == "reader" or run.get("tool") in READER_TOOLS
 
 
+# ---- repeats: medians ----
+
+# What makes runs the same row (their repeats).
+IDENTITY = ("tool", "backend", "workload", "series", "cache", "cold_method", "threads", "callers",
+            "chunk", "batch_size", "workers")
+SPREAD = ("files_per_s", "gbps", "cpu_s_per_gb")
+MEDIANS = SPREAD + ("seconds", "bytes", "files", "first_batch_s")
+
+
+def values_of(runs, key):
+    """Every run's values of key: a merged run's list of them, else its value."""
+    out = []
+    for r in runs:
+        listed = r.get("runs_" + key)
+        if listed is not None:
+            out += listed
+        elif r.get(key) is not None:
+            out.append(r[key])
+    return out
+
+
+def merged(runs):
+    """One row of several runs of it (see the module's docstring)."""
+    ok = [r for r in runs if r.get("available")]
+    if not ok:
+        return dict(runs[0])
+    out = dict(ok[len(ok) // 2])
+    for key in MEDIANS:
+        vals = values_of(ok, key)
+        out[key] = statistics.median(vals) if vals else None
+        if key in SPREAD:
+            out[key + "_min"] = min(vals) if vals else None
+            out[key + "_max"] = max(vals) if vals else None
+            out["runs_" + key] = vals
+    out["repeats"] = len(values_of(ok, "files_per_s"))
+    out["verified"] = all(r.get("verified") for r in ok)
+    for key in ("ratio_to_ceiling", "ratio_to_pinned_h2d", "ceiling_gbps"):
+        out[key] = None  # recomputed from the medians (fill)
+    failed = [r.get("note") for r in runs if not r.get("available")]
+    out["note"] = "median of %d runs%s; %s" % (
+        out["repeats"], " (%d more unavailable: %s)" % (len(failed), failed[0]) if failed else "",
+        out.get("note") or "")
+    return out
+
+
+def merge_repeats(runs):
+    """runs with the repeats of each reader row merged into one row (in the
+    place of its first run); other runs as they are."""
+    groups, order = {}, []
+    for r in runs:
+        if not is_reader_run(r):
+            order.append(("run", r))
+            continue
+        key = tuple(r.get(k) for k in IDENTITY)
+        if key not in groups:
+            groups[key] = []
+            order.append(("group", key))
+        groups[key].append(r)
+    return [item if kind == "run" else (merged(groups[item]) if len(groups[item]) > 1
+                                        else groups[item][0])
+            for kind, item in order]
+
+
+def median_ceiling(found):
+    """One ceiling of the ceilings several parts measured: the medians of
+    gbps and files/s, with their min and max and how many there were."""
+    if len(found) == 1:
+        return found[0]
+    out = dict(found[0])
+    for key in ("gbps", "files_per_s", "pinned_h2d_gbps"):
+        vals = [c[key] for c in found if c.get(key) is not None]
+        out[key] = statistics.median(vals) if vals else None
+        if key != "pinned_h2d_gbps":
+            out[key + "_min"] = min(vals) if vals else None
+            out[key + "_max"] = max(vals) if vals else None
+    out["repeats"] = len(found)
+    return out
+
+
 def ceilings(parts):
     """{(workload, cache): {gbps, files_per_s, pinned_h2d_gbps, file_bytes,
-    threads, note}} from the C reader parts."""
-    out = {}
+    threads, note}} from the C reader parts (the median of several parts'
+    of one file set: see median_ceiling)."""
+    found = {}
     for _, doc in parts:
         runs = doc.get("runs") or []
         if not any(r.get("tool") == "reader" for r in runs):
@@ -45,14 +135,15 @@ def ceilings(parts):
         c = doc.get("ceilings") or {}
         common = {"pinned_h2d_gbps": c.get("pinned_h2d_gbps"),
                   "file_bytes": ds["bytes"] / ds["files"] if ds.get("files") else None}
-        out[(name, "warm")] = dict(common, gbps=c.get("read_only_gbps"),
-                                   files_per_s=c.get("read_only_files_per_s"),
-                                   note=(doc.get("ceiling_notes") or {}).get("read_only"))
+        found.setdefault((name, "warm"), []).append(
+            dict(common, gbps=c.get("read_only_gbps"), files_per_s=c.get("read_only_files_per_s"),
+                 note=(doc.get("ceiling_notes") or {}).get("read_only")))
         for r in runs:
             if r.get("tool") == "read_only" and r.get("cache") == "cold":
-                out[(name, "cold")] = dict(common, gbps=r.get("gbps"),
-                                           files_per_s=r.get("files_per_s"), note=r.get("note"))
-    return out
+                found.setdefault((name, "cold"), []).append(
+                    dict(common, gbps=r.get("gbps"), files_per_s=r.get("files_per_s"),
+                         note=r.get("note")))
+    return {key: median_ceiling(cs) for key, cs in found.items()}
 
 
 def fill(runs, ceils):
@@ -68,6 +159,9 @@ def fill(runs, ceils):
         if run.get("ratio_to_ceiling") is None and run.get("available") and run.get("gbps") \
                 and run.get("ceiling_gbps"):
             run["ratio_to_ceiling"] = run["gbps"] / run["ceiling_gbps"]
+            if run.get("repeats"):
+                run["ratio_to_ceiling_min"] = run["gbps_min"] / run["ceiling_gbps"]
+                run["ratio_to_ceiling_max"] = run["gbps_max"] / run["ceiling_gbps"]
         pinned = c.get("pinned_h2d_gbps")
         run["ratio_to_pinned_h2d"] = run["gbps"] / pinned if run.get("available") and \
             run.get("gbps") and pinned else None
@@ -112,6 +206,13 @@ def best(runs, tool, workload, cache, batch):
                  and r.get("cache") == cache), None)
 
 
+def spread(run, key="files_per_s", show=count):
+    """' (min–max)' of a merged row's runs, else ''."""
+    if not run.get("repeats") or run.get(key + "_min") is None:
+        return ""
+    return " (%s–%s)" % (show(run[key + "_min"]), show(run[key + "_max"]))
+
+
 def cell(run, notes):
     if run is None:
         return "–"
@@ -120,9 +221,9 @@ def cell(run, notes):
         if note not in notes:
             notes.append(note)
         return "n/a [%d]" % (notes.index(note) + 1)
-    text = "%s · %s · **%s** · %s" % (count(run.get("files_per_s")), num(run.get("gbps")),
-                                      num(run.get("ratio_to_ceiling")),
-                                      num(run.get("cpu_s_per_gb"), 3))
+    text = "%s%s · %s · **%s** · %s" % (count(run.get("files_per_s")), spread(run),
+                                        num(run.get("gbps")), num(run.get("ratio_to_ceiling")),
+                                        num(run.get("cpu_s_per_gb"), 3))
     if run.get("tool") == "torch_dataloader" and run.get("workers"):
         text += " (W=%d)" % run["workers"]
     return text
@@ -150,7 +251,7 @@ def table(doc):
         (ceils.get((k[0], "warm")) or {}).get("file_bytes") or 0, k[1] != "warm", k[2]))
     for workload, cache, batch in order:
         c = ceils.get((workload, cache)) or {}
-        ceiling = "%s · %s" % (count(c.get("files_per_s")), num(c.get("gbps"))) \
+        ceiling = "%s%s · %s" % (count(c.get("files_per_s")), spread(c), num(c.get("gbps"))) \
             if c.get("gbps") else "n/a"
         size = size_label((ceils.get((workload, "warm")) or {}).get("file_bytes"))
         row = [cell(best(runs, tool, workload, cache, batch), notes) for tool, _ in cols]
@@ -251,7 +352,8 @@ def markdown(doc):
     if host_device(doc):
         out += ["**The device is the host device (no GPU): copies are memcpy and the numbers "
                 "below say nothing about a GPU.**", ""]
-    out += ["Each cell: files/s · GB/s · **ratio to the read-only ceiling** of the same files "
+    out += [repeats_line(doc), "",
+            "Each cell: files/s · GB/s · **ratio to the read-only ceiling** of the same files "
             "(measured in the same run: T threads open, fstat, read and close each whole file "
             "into private memory, no GPU, no ferry code) · CPU s/GB (user + system of the "
             "process; for the DataLoader its worker processes too). The ceiling cell is files/s "
@@ -266,11 +368,26 @@ def markdown(doc):
     return out
 
 
+def repeats_line(doc):
+    """What each number of the reader's rows is: one run, or the median of several."""
+    counts = sorted({r.get("repeats") or 1 for r in doc["runs"]
+                     if is_reader_run(r) and r.get("available")})
+    if counts in ([], [1]):
+        return ("Each row is one run (bench/run.sh --repeats N makes each the median of N, "
+                "with their spread).")
+    return ("Each row is the median of %s runs of it (bench/run.sh --repeats, the C and Python "
+            "parts alternating), and each ceiling the median of those its file set's C parts "
+            "measured; files/s is followed by the (min–max) of those runs." % (
+                " to ".join(str(n) for n in (counts[0], counts[-1])) if len(counts) > 1
+                else counts[0]))
+
+
 def run_row(run):
-    return "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+    return "| %s | %s | %s | %s | %s | %s | %s | %s | %s%s | %s | %s | %s | %s | %s | %s |" % (
         run.get("tool"), run.get("backend"), run.get("workload"), run.get("cache"),
-        run.get("batch_size") or "", run.get("threads") or "", num(run.get("gbps")),
-        num(run.get("files_per_s"), 0), num(run.get("cpu_s_per_gb"), 3),
+        run.get("batch_size") or "", run.get("threads") or "", run.get("repeats") or 1,
+        num(run.get("gbps")), num(run.get("files_per_s"), 0),
+        spread(run, show=lambda v: num(v, 0)), num(run.get("cpu_s_per_gb"), 3),
         num(run.get("ratio_to_ceiling")), num(run.get("ratio_to_pinned_h2d")),
         num(run.get("first_batch_s"), 3), "yes" if run.get("verified") else "",
         (run.get("note") or "").replace("|", "/"))
@@ -281,16 +398,19 @@ def every_run(doc):
     if not runs:
         return []
     return ["", "## Every reader run", "",
-            "| tool | backend | workload | cache | batch | threads / W | GB/s | files/s | "
-            "CPU s/GB | ratio to read-only | ratio to pinned copy | first batch s | verified | "
-            "note |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"] + [run_row(r) for r in runs]
+            "| tool | backend | workload | cache | batch | threads / W | runs | GB/s | "
+            "files/s (min–max) | CPU s/GB | ratio to read-only | ratio to pinned copy | "
+            "first batch s | verified | note |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"] + [
+                run_row(r) for r in runs]
 
 
 # ---- reader.png ----
 
 def chart(doc, outdir):
     """reader.png: per file set (warm), the ratio to the read-only ceiling
-    against the batch size, a line per tool. matplotlib only."""
+    against the batch size, a line per tool, the min and max of a row's
+    repeats as error bars. matplotlib only."""
     runs = [r for r in doc["runs"] if is_reader_run(r) and r.get("cache") == "warm"]
     if not runs:
         return None
@@ -306,11 +426,16 @@ def chart(doc, outdir):
     fig, axes = plt.subplots(1, len(sets), figsize=(4.5 * len(sets), 4), squeeze=False)
     for ax, w in zip(axes[0], sets):
         for tool, label in COLUMNS:
-            pts = sorted((b, (best(runs, tool, w, "warm", b) or {}).get("ratio_to_ceiling"))
-                         for b in {r["batch_size"] for r in runs if r.get("workload") == w})
-            pts = [(b, v) for b, v in pts if v is not None]
+            cells = sorted((b, best(runs, tool, w, "warm", b) or {})
+                           for b in {r["batch_size"] for r in runs if r.get("workload") == w})
+            pts = [(b, r) for b, r in cells if r.get("ratio_to_ceiling") is not None]
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+                ys = [r["ratio_to_ceiling"] for _, r in pts]
+                # The spread of a row's repeats, as error bars (none for one run).
+                err = [[y - r.get("ratio_to_ceiling_min", y) for y, (_, r) in zip(ys, pts)],
+                       [r.get("ratio_to_ceiling_max", y) - y for y, (_, r) in zip(ys, pts)]]
+                ax.errorbar([b for b, _ in pts], ys, yerr=err, marker="o", capsize=3,
+                            label=label)
         ax.set_xscale("log", base=2)
         ax.set_ylim(bottom=0)
         ax.axhline(1, color="k", linestyle="--", linewidth=0.8)

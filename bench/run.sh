@@ -2,7 +2,8 @@
 # bench/run.sh — the whole benchmark matrix of ferry on this machine, merged into
 # bench/results/<date>-<machine>/{results.json,results.md,chart.png}.
 #
-# usage: sh bench/run.sh [--quick] [--datasets] [--reader | --no-reader] [--help]
+# usage: sh bench/run.sh [--quick] [--datasets] [--reader | --no-reader]
+#                        [--repeats N] [--help]
 #        (make bench runs it)
 #
 # Steps, in order of importance; each gets what is left of the time budget and
@@ -23,7 +24,11 @@
 #      C reader at batch sizes $READER_BATCHES), then bench/python_reader.py
 #      (ferry.Reader stacked and per sample, torch DataLoader, DALI) on the same
 #      files; every row's ratio is to the read-only ceiling of that file set
-#      measured in the same run
+#      measured in the same run. Each file set's C part and Python part run
+#      --repeats N times (3), alternating (the C part, the Python part, then
+#      again), each repeat of every file set before the next repeat of any;
+#      every row of the report is the median of its N runs, with their min
+#      and max (a file set's ceiling the median of its C parts')
 #   8. results.json, results.md (with the reader table), chart.png
 #      (matplotlib, else gnuplot, else a note) and reader.png (matplotlib, else
 #      a note)
@@ -40,6 +45,11 @@
 #                  after that; they count nothing of their first batch and of
 #                  READER_WARMUP seconds after it (0.25; --quick 0.05)
 #   READER_BATCHES batch sizes of the reader rows (1,4,32,256)
+#   READER_REPEATS runs of each reader row, as --repeats (3; --quick 1); the
+#                  report's row is their median
+#   READER_SETS    the reader's file sets to measure (all: tiny small medium
+#                  large; --quick: small medium large), to split the matrix
+#                  over several commands with one BENCH_OUT
 #   READER_COLD    the reader's file sets also read cold (small medium: 128 KiB
 #                  and 4 MiB; --quick medium large); empty: none
 #   READER_WORKERS DataLoader num_workers to try at batch size 32, warm (8 and
@@ -82,23 +92,36 @@
 # (no GPU: the host device; GPU-only tools are reported as not available).
 # --datasets: step 1 alone (what bench/tune.sh and a later run then reuse).
 # --reader: steps 1 (the reader's file sets only), 7 and 8: issue 18's
-# measurements in one command (~4 minutes on the GPU machine, datasets
-# included). --no-reader: every step but 7 (and no
-# tiny dataset).
+# measurements (~4 minutes on the GPU machine for one run of each row,
+# datasets included; --repeats 3, the default, about triples the reader
+# part: split it with READER_SETS, e.g. READER_SETS="tiny small" then
+# READER_SETS="medium large" with the same BENCH_OUT, each command within
+# its budget; the report of the last holds them all). --no-reader: every
+# step but 7 (and no tiny dataset). --repeats N: N runs of each reader row
+# (a whole number from 1).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
-QUICK=0 DATASETS_ONLY=0 READER=1 MATRIX=1
-for arg in "$@"; do
-	case $arg in
+QUICK=0 DATASETS_ONLY=0 READER=1 MATRIX=1 REPEATS=${READER_REPEATS:-}
+while [ $# -gt 0 ]; do
+	case $1 in
 	--quick) QUICK=1 ;;
 	--datasets) DATASETS_ONLY=1 ;;
 	--reader) MATRIX=0 READER=1 ;;
 	--no-reader) READER=0 MATRIX=1 ;;
+	--repeats) [ $# -ge 2 ] || { echo "bench/run.sh: --repeats needs a number" >&2; exit 2; }
+		REPEATS=$2
+		shift ;;
+	--repeats=*) REPEATS=${1#--repeats=} ;;
 	-h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "bench/run.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
+	*) echo "bench/run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 	esac
+	shift
 done
+case $REPEATS in
+*[!0-9]* | 0*) echo "bench/run.sh: --repeats $REPEATS: expected a whole number from 1" >&2
+	exit 2 ;;
+esac
 
 FERRY_BUILD=${FERRY_BUILD:-build}
 FERRY=$FERRY_BUILD/ferry
@@ -142,6 +165,7 @@ if [ "$QUICK" = 1 ]; then
 	# The reader's file sets: the workloads above (16k, 128k, 1M); cold: 128k, 1M.
 	READER_WORKLOADS="small:128:16k medium:32:128k large:4:1M"
 	READER_COLD=${READER_COLD-medium large}
+	REPEATS=${REPEATS:-1}
 	READER_LIMIT=${READER_LIMIT:-0.3} READER_MIN=${READER_MIN:-0.05}
 	READER_WARMUP=${READER_WARMUP:-0.05}
 	BENCH_VERIFY=${BENCH_VERIFY:-1}
@@ -155,11 +179,27 @@ else
 	SCALE_THREADS=${SCALE_THREADS:-$(seq -s, 1 "$CORES")}
 	READER_WORKLOADS="tiny:131072:16k small:16384:128k medium:1024:4M large:64:64M"
 	READER_COLD=${READER_COLD-small medium}
+	REPEATS=${REPEATS:-3}
 	READER_LIMIT=${READER_LIMIT:-1} READER_MIN=${READER_MIN:-0.5}
 	READER_WARMUP=${READER_WARMUP:-0.25}
 	BENCH_VERIFY=${BENCH_VERIFY:-0}
 fi
 READER_BATCHES=${READER_BATCHES:-1,4,32,256}
+# READER_SETS picks file sets of READER_WORKLOADS by name.
+if [ -n "${READER_SETS:-}" ]; then
+	picked=""
+	for name in $READER_SETS; do
+		case " $READER_WORKLOADS " in *" $name:"*) ;; *)
+			echo "bench/run.sh: READER_SETS: no file set '$name' (expected some of:" \
+				"$(for w in $READER_WORKLOADS; do printf ' %s' "${w%%:*}"; done))" >&2
+			exit 2 ;;
+		esac
+	done
+	for w in $READER_WORKLOADS; do
+		case " $READER_SETS " in *" ${w%%:*} "*) picked="$picked $w" ;; esac
+	done
+	READER_WORKLOADS=$picked
+fi
 READER_WORKERS=${READER_WORKERS:-}
 VERIFY=""
 [ "$BENCH_VERIFY" = 1 ] && VERIFY=--verify
@@ -331,28 +371,34 @@ python_reader() { # python_reader OUTFILE NAME CACHES: bench/python_reader.py wi
 }
 
 [ "$READER" = 1 ] || READER_WORKLOADS=""
-for w in $READER_WORKLOADS; do
-	name=${w%%:*} rest=${w#*:}
-	files=$(scaled "${rest%%:*}") size=${rest#*:}
-	[ -e "$DATA/$name/.ferry-gen-$files-$size" ] || continue
-	caches=warm
-	case " $READER_COLD " in *" $name "*) caches=warm,cold ;; esac
-	# shellcheck disable=SC2086
-	step "reader $name ($size, $caches)" 8 bench_part "$PARTS/reader-$name.json" \
-		--dir "$DATA/$name" --workload "$name" --files "$files" --size "$size" \
-		--cache $caches --tools reader --series reader --batch-sizes "$READER_BATCHES" \
-		--seconds-limit "$READER_LIMIT" --min-seconds "$READER_MIN" \
-		--warmup-seconds "$READER_WARMUP" $VERIFY
-	if ! have_python; then
-		note "Python reader rows skipped: $PYTHON not found"
-		continue
-	fi
-	case $FERRY_BUILD in
-	*tsan*) note "Python reader rows skipped: a ThreadSanitizer build cannot be loaded into Python"
-		continue ;;
-	esac
-	step "python reader $name ($size, $caches)" 10 python_reader \
-		"$PARTS/python-reader-$name.json" "$name" "$caches"
+[ -n "$READER_WORKLOADS" ] && note "reader rows: each the median of $REPEATS runs (--repeats)"
+repeat=1
+while [ "$repeat" -le "$REPEATS" ] && [ -n "$READER_WORKLOADS" ]; do
+	for w in $READER_WORKLOADS; do
+		name=${w%%:*} rest=${w#*:}
+		files=$(scaled "${rest%%:*}") size=${rest#*:}
+		[ -e "$DATA/$name/.ferry-gen-$files-$size" ] || continue
+		caches=warm
+		case " $READER_COLD " in *" $name "*) caches=warm,cold ;; esac
+		what="$name ($size, $caches; run $repeat of $REPEATS)"
+		# shellcheck disable=SC2086
+		step "reader $what" 8 bench_part "$PARTS/reader-$name-r$repeat.json" \
+			--dir "$DATA/$name" --workload "$name" --files "$files" --size "$size" \
+			--cache $caches --tools reader --series reader --batch-sizes "$READER_BATCHES" \
+			--seconds-limit "$READER_LIMIT" --min-seconds "$READER_MIN" \
+			--warmup-seconds "$READER_WARMUP" $VERIFY
+		if ! have_python; then
+			note "Python reader rows skipped: $PYTHON not found"
+			continue
+		fi
+		case $FERRY_BUILD in
+		*tsan*) note "Python reader rows skipped: a ThreadSanitizer build cannot be loaded into Python"
+			continue ;;
+		esac
+		step "python reader $what" 10 python_reader \
+			"$PARTS/python-reader-$name-r$repeat.json" "$name" "$caches"
+	done
+	repeat=$((repeat + 1))
 done
 
 # ---- 8. the report ----

@@ -5,9 +5,11 @@
 # prints a well-formed document too, whatever modules it finds. The reader
 # rows (issue 18): `ferry bench --tools reader --verify` gives a verified row
 # per batch size with its ratio to the read-only ceiling, and
-# `bench/run.sh --quick --reader` (the C reader with --verify, then
-# bench/python_reader.py with --verify, then the report) writes the reader
-# table with every file set and batch size, saying the device is the host.
+# `bench/run.sh --quick --reader --repeats 2` (the C reader with --verify, then
+# bench/python_reader.py with --verify, twice, then the report) writes the
+# reader table with every file set and batch size, each row the median of its
+# 2 runs with their min and max, saying the device is the host; run.sh
+# refuses --repeats 0.
 # Warm cache only: a cold run would drop the page cache of the whole machine.
 # FERRY_BUILD names the build directory (default build).
 # Exit 0 pass, 1 fail, 77 skip.
@@ -184,8 +186,8 @@ fi
 # The reader matrix in quick mode, end to end, warm only: every row verified.
 if [ "$END_TO_END" = 1 ] && [ -f bench/python_reader.py ]; then
 	if FERRY_BUILD=$BUILD PYTHON=$PY BENCH_DATA="$TMP/rdata" BENCH_OUT="$TMP/rout" \
-		READER_COLD='' READER_LIMIT=0.2 READER_MIN=0 BENCH_VERIFY=1 FERRY_DEVICE=host \
-		sh bench/run.sh --quick --reader >"$TMP/run.log" 2>&1; then
+		READER_COLD='' READER_LIMIT=0.1 READER_MIN=0 READER_WARMUP=0.02 BENCH_VERIFY=1 \
+		FERRY_DEVICE=host sh bench/run.sh --quick --reader --repeats 2 >"$TMP/run.log" 2>&1; then
 		for part in "$TMP"/rout/parts/reader-*.json; do
 			check reader "$part" "bench/run.sh --quick --reader: $(basename "$part")"
 		done
@@ -204,14 +206,35 @@ if [ "$END_TO_END" = 1 ] && [ -f bench/python_reader.py ]; then
 		[ "$rows" -eq 12 ] || fail "results.md's reader table has $rows warm rows, not 12"
 		"$PY" -c 'import json, sys; d = json.load(open(sys.argv[1]))
 assert len(d["reader_ceilings"]) == 3, d["reader_ceilings"]
-assert all(r.get("ratio_to_ceiling") for r in d["runs"] if r.get("available")
-           and r.get("tool") in ("reader", "python_reader_stacked", "python_reader_per_sample"))' \
-			"$TMP/rout/results.json" || fail "results.json lacks the reader ceilings or ratios"
+assert all(c.get("repeats") == 2 for c in d["reader_ceilings"]), d["reader_ceilings"]
+rows = [r for r in d["runs"] if r.get("available")
+        and r.get("tool") in ("reader", "python_reader_stacked", "python_reader_per_sample")]
+assert len(rows) == 3 * 4 * 3, len(rows)  # one row a file set, batch size and tool
+for r in rows:
+    assert r.get("ratio_to_ceiling"), r
+    assert r.get("repeats") == 2 and len(r["runs_files_per_s"]) == 2, r
+    assert r["files_per_s_min"] <= r["files_per_s"] <= r["files_per_s_max"], r
+    assert r["ratio_to_ceiling_min"] <= r["ratio_to_ceiling"] <= r["ratio_to_ceiling_max"], r' \
+			"$TMP/rout/results.json" || fail "results.json lacks the reader ceilings, ratios or repeats"
+		grep -q 'median of 2 runs' "$md" || fail "results.md does not say its rows are medians"
+		# The ceiling's cell, then the C reader's: each median (min–max) · ...
+		grep -q '^| 16 KiB (small) | warm | 1 | [0-9.KM]* ([0-9.KM]*–[0-9.KM]*) · [^|]* | [0-9.KM]* ([0-9.KM]*–[0-9.KM]*) · ' "$md" ||
+			fail "results.md's reader rows lack the spread of their runs"
+		n=0
+		for part in "$TMP"/rout/parts/reader-*-r[12].json \
+			"$TMP"/rout/parts/python-reader-*-r[12].json; do
+			[ -e "$part" ] && n=$((n + 1))
+		done
+		[ "$n" -eq 12 ] || fail "bench/run.sh --repeats 2 wrote $n reader parts, not 12"
 	else
 		fail "bench/run.sh --quick --reader exited $?"
 		tail -n 15 "$TMP/run.log" | sed 's/^/    log: /'
 	fi
 fi
+
+sh bench/run.sh --reader --repeats 0 >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "bench/run.sh --repeats 0 exited $rc, expected 2"
 
 [ "$END_TO_END" = 1 ] || echo "bench smoke: the Python scripts and bench/run.sh run in the plain build only"
 [ $failures -eq 0 ] && echo "bench smoke: ok" && exit 0

@@ -262,6 +262,8 @@ def test_sequence(same, mixed, many, tmp):
             except IndexError:
                 pass
         check(b[0] is b[0], "a sample is made once")
+        b.note = "mine"  # a user's own attribute, as on any object
+        check(b.note == "mine", "a Batch takes no attribute of the user's")
         check([os.path.basename(p) for p in b.paths] == ["s00.npy", "s01.npy", "s02.npy",
                                                          "s03.npy"], "paths %r" % b.paths)
         check(b.is_padding == [False] * 4, "is_padding")
@@ -279,12 +281,37 @@ def owner_ref(b):
     return weakref.ref(b._owner)
 
 
+class Capsule:
+    """A DLPack capsule, unconsumed until the first np.asarray of this
+    (np.from_dlpack of it, kept)."""
+
+    def __init__(self, capsule):
+        self.capsule, self.array = capsule, None
+
+    def __dlpack__(self, stream=None):
+        capsule, self.capsule = self.capsule, None
+        return capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __array__(self, dtype=None):
+        if self.array is None:
+            self.array = np.from_dlpack(self)
+        return self.array
+
+
 def test_lifetime(same, mixed, many, tmp):
-    """The batch's memory stays while the Batch, np.asarray of it, a sample
-    view or a DLPack export lives, and goes back to the reader after."""
-    keepers = [("np.asarray", np.asarray), ("a sample", lambda b: b[2]),
-               ("np.from_dlpack", np.from_dlpack), ("numpy()", lambda b: b.numpy()),
-               ("the Batch", lambda b: b)]
+    """The batch's memory stays while the Batch, np.asarray of it, a view of
+    that, a sample view, a DLPack export (consumed or not, of the batch or
+    of a sample) or numpy() lives, and goes back to the reader after:
+    nothing else counts the batch's users than the references to it."""
+    keepers = [("np.asarray", np.asarray), ("a view of np.asarray", lambda b: np.asarray(b)[1:3]),
+               ("a sample", lambda b: b[2]), ("a view of a sample", lambda b: b[2][1:]),
+               ("np.from_dlpack", np.from_dlpack), ("np.from_dlpack of a sample",
+                                                    lambda b: np.from_dlpack(b[1])),
+               ("an unconsumed capsule", lambda b: Capsule(b.__dlpack__())),
+               ("numpy()", lambda b: b.numpy()), ("the Batch", lambda b: b)]
     for what, keep in keepers:
         r = ferry.Reader(file_root=same, batch_size=4, prefetch_queue_depth=1)
         b = r.next_batch()

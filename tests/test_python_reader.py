@@ -294,14 +294,14 @@ def test_error_cycle(root, paths, tmp):
     in no set order. On CUDA a batch holds ferry.Array objects, which the
     collector tracks (numpy views it does not), so arrays are made the CUDA
     way here, on every device."""
-    from ferry import _reader
+    from ferry import _batch
     bad_root = os.path.join(tmp, "cycle")
     os.mkdir(bad_root)
     for i in range(4):
         np.save(os.path.join(bad_root, "s%02d.npy" % i), content(i))
     with open(os.path.join(bad_root, "s02.npy"), "wb") as f:
         f.write(b"not an npy file" * 8)
-    saved, _reader._as_result = _reader._as_result, lambda array: array
+    saved, _batch._as_result = _batch._as_result, lambda array: array
     handles = []
     try:
         for _ in range(20):
@@ -319,7 +319,7 @@ def test_error_cycle(root, paths, tmp):
         del kept
         gc.collect()
     finally:
-        _reader._as_result = saved
+        _batch._as_result = saved
     check(all(h() is None or h().ptr is None for h in handles),
           "a reader outlived its batches after the collector ran")
 

@@ -2,7 +2,11 @@
 per epoch, with the right bytes, whether the threads call next_batch() or
 iterate (the batch an iteration keeps for the next epoch included); and a
 close() from one thread while others wait in next_batch() ends their waits
-with ValueError at once, instead of freeing the reader under them.
+with ValueError at once, instead of freeing the reader under them. Batches
+kept and dropped on other threads than the one that took them (samples,
+stacked views, DLPack capsules) keep their bytes while they live, each is
+handed back to libferry exactly once, by its last user, and the C reader
+closes once, after the last of them, though close() came first.
 
 The close test runs in a child Python whose reads are slowed down by the
 LD_PRELOAD shim $FERRY_BUILD/shim/slowread.so (tests/shim/slowread.c), so
@@ -12,7 +16,9 @@ Run: /usr/bin/python3 tests/test_python_threads.py (FERRY_BUILD names the
 build directory, default build). Exit 0 pass, 1 fail, 77 skip.
 """
 import collections
+import gc
 import os
+import random
 import subprocess
 import sys
 import threading
@@ -24,6 +30,7 @@ except ImportError:
     print("skip: numpy is not installed")
     sys.exit(77)
 import ferry  # noqa: E402
+from ferry import _lib  # noqa: E402
 
 NFILES = 40
 BATCH = 3
@@ -132,6 +139,145 @@ def test_iterate(root, tmp):
     check_delivery(root, got, "%d threads iterating" % THREADS)
 
 
+class Ledger:
+    """libferry's ferry_batch_release and ferry_reader_close wrapped (before
+    a Reader is made, which keeps them): which batches are out, every
+    release of one that was not (a second release), and the order of the
+    events."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.out = collections.Counter()   # batch address: times handed out, not yet released
+        self.events = []                   # ("release" | "close", address)
+        self.bad = []
+
+    def taken(self, batch):
+        with self.lock:
+            self.out[batch._owner.ptr] += 1
+
+    def __enter__(self):
+        lib = _lib.get()
+        self.saved = lib.ferry_batch_release, lib.ferry_reader_close
+        release, close = self.saved
+
+        def counted_release(ptr):
+            with self.lock:
+                if self.out[ptr] <= 0:
+                    self.bad.append("batch %#x released while not handed out" % ptr)
+                self.out[ptr] -= 1
+                self.events.append(("release", ptr))
+            release(ptr)
+
+        def counted_close(ptr):
+            with self.lock:
+                self.events.append(("close", ptr))
+            return close(ptr)
+        lib.ferry_batch_release, lib.ferry_reader_close = counted_release, counted_close
+        return self
+
+    def __exit__(self, *exc):
+        lib = _lib.get()
+        lib.ferry_batch_release, lib.ferry_reader_close = self.saved
+
+
+def keep_something(batch, rng, want):
+    """Something made from batch that keeps it alive (or the batch), and the
+    bytes it must hold: a sample, a view of one, np.asarray of the stacked
+    batch, a slice of it, a DLPack capsule of it."""
+    i = rng.randrange(len(batch))
+    sample = want(batch.paths[i])
+    stacked = np.stack([want(p) for p in batch.paths])
+    choices = [(batch[i], sample), (batch[i][1:], sample[1:]), (batch, stacked),
+               (np.asarray(batch), stacked), (np.asarray(batch)[i:], stacked[i:]),
+               (("capsule", batch.__dlpack__()), stacked)]
+    return choices[rng.randrange(len(choices))]
+
+
+class Capsule:
+    """A DLPack capsule for np.from_dlpack, which consumes it."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, stream=None):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def holds(kept, want):
+    """kept holds want's bytes (an unconsumed capsule is consumed to see)."""
+    if isinstance(kept, tuple):
+        kept = np.from_dlpack(Capsule(kept[1]))
+    return to_numpy(np.asarray(kept)).tobytes() == want.tobytes()
+
+
+def test_release_once(root, tmp):
+    """8 threads share a reader of stackable batches: each keeps something of
+    some batches in a shared pool and drops something another thread kept.
+    Every kept thing keeps its bytes; each batch is released once, by its
+    last user; close() while things are kept defers the C reader's close
+    until the last is dropped, on another thread."""
+    same = os.path.join(tmp, "same")
+    os.mkdir(same)
+    for i in range(24):
+        np.save(os.path.join(same, "s%02d.npy" % i), np.arange(12, dtype="<i4").reshape(3, 4) + i)
+    loaded = {}
+
+    def want(path):
+        if path not in loaded:
+            loaded[path] = np.load(path)
+        return loaded[path]
+    pool, pool_lock, wrong = [], threading.Lock(), []
+    with Ledger() as ledger:
+        r = ferry.Reader(file_root=same, batch_size=4, prefetch_queue_depth=2)
+
+        def worker(seed):
+            rng = random.Random(seed)
+            for _ in range(150):
+                b = r.next_batch()
+                ledger.taken(b)
+                if rng.random() < 0.5:
+                    item = keep_something(b, rng, want)
+                    with pool_lock:
+                        pool.append(item)
+                del b
+                with pool_lock:
+                    item = pool.pop(rng.randrange(len(pool))) if len(pool) > 4 else None
+                if item is not None and not holds(*item):
+                    wrong.append("a kept view lost its bytes")
+        seeds = iter(range(THREADS))
+        run_threads(lambda: worker(next(seeds)))
+        handle = r._handle
+        r.close()
+        gc.collect()
+        closes = [e for e in ledger.events if e[0] == "close"]
+        check(pool and not closes and handle.ptr is not None,
+              "close() with %d kept things: C reader closed %d times" % (len(pool), len(closes)))
+
+        def last_users():
+            while pool:
+                item = pool.pop()
+                if not holds(*item):
+                    wrong.append("a kept view lost its bytes after close()")
+        t = threading.Thread(target=last_users)
+        t.start()
+        t.join(60)
+        gc.collect()
+    check(not wrong, "%d kept things lost their bytes: %s" % (len(wrong), wrong[:2]))
+    check(not ledger.bad, "releases: %s" % ledger.bad[:3])
+    check(not +ledger.out, "batches never released: %r" % dict(+ledger.out))
+    kinds = [e[0] for e in ledger.events]
+    check(kinds.count("close") == 1 and kinds[-1] == "close",
+          "the C reader closed %d times, last event %r" % (kinds.count("close"), kinds[-1:]))
+    check(handle.ptr is None and handle.dependents == 0,
+          "reader handle after its last batch: ptr %r, dependents %d"
+          % (handle.ptr, handle.dependents))
+    print("%d batches taken by %d threads, each released once; the C reader closed after the "
+          "last" % (kinds.count("release"), THREADS))
+
+
 CLOSE_CHILD = r"""
 import sys, threading, time
 sys.path.insert(0, sys.argv[1])
@@ -193,7 +339,7 @@ def test_close_while_waiting(root, tmp):
 
 def main():
     print("libferry", ferry.library_version())
-    return run_tests((test_next_batch, test_iterate, test_close_while_waiting),
+    return run_tests((test_next_batch, test_iterate, test_release_once, test_close_while_waiting),
                      "ferry-py-threads-", setup=make_dataset)
 
 

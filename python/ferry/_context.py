@@ -64,6 +64,8 @@ class _CopiesOwner:
     batch): subclasses set ptr, ctx and the C calls _stream_wait(ptr, CUstream)
     and _host_wait(ptr)."""
 
+    __slots__ = ()
+
     def wait_stream(self, stream):
         """Makes a CUDA stream wait for the copies without blocking the host.
         stream is a DLPack stream number: None, 0 or 1 the legacy default

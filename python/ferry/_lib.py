@@ -44,14 +44,21 @@ def typestr(dtype, byteswapped=False):
     return "%s%s%d" % (order, kind, size)
 
 
+# typestr(code) of every dtype code, indexed by it: what a reader's batch
+# (always native byte order) takes without a call.
+NATIVE_TYPESTRS = (None,) + tuple(typestr(code) for code in range(1, len(DTYPES)))
+
+
 class Handle:
     """Owns one C object that others depend on (a context: its readers and
-    arrays; a reader: its batches). Its C close runs once, when it is released
-    (closed, or collected) and no dependent is left. Counting dependents,
-    rather than relying on the references between the Python objects, keeps
-    the order right even when the garbage collector finalizes a whole cycle,
-    which it does in no particular order. close_c(ptr) is the C close; parent
-    is the Handle this one depends on, if any. Threads may share handles."""
+    arrays; a reader: its batches, and the calls in progress on it). Its C
+    close runs once, when it is released (closed, or collected) and no
+    dependent is left. Counting dependents, rather than relying on the
+    references between the Python objects, keeps the order right even when
+    the garbage collector finalizes a whole cycle, which it does in no
+    particular order. close_c(ptr) is the C close; parent is the Handle this
+    one depends on, if any. Threads may share handles: dependents, released
+    and ptr change only under the handle's lock."""
 
     def __init__(self, ptr, close_c, parent=None):
         self.ptr = ptr
@@ -67,10 +74,10 @@ class Handle:
                 parent.dependents += 1
 
     def hold(self):
-        """Counts a call in progress on this handle as a dependent, so that a
-        release() meanwhile (another thread closing) defers the C close until
-        the call ends with drop_dependent(). Returns False, holding nothing,
-        when the handle is already released."""
+        """Counts a dependent (a call in progress on this handle, or what it
+        hands that count to), so that a release() meanwhile (another thread
+        closing) defers the C close until drop_dependent(). Returns False,
+        holding nothing, when the handle is already released."""
         with self._lock:
             if self.released or not self.ptr:
                 return False
@@ -78,15 +85,19 @@ class Handle:
             return True
 
     def drop_dependent(self):
-        """One dependent is gone; closes when it was the last after release()."""
+        """One dependent is gone; closes when it was the last after release().
+        Returns the C close's return code (0 when nothing was closed)."""
         with self._lock:
             self.dependents -= 1
+            if self.dependents or not self.released:
+                return 0
         return self._close_if_done()
 
     def release(self):
         """No new dependents: closes now, or when the last one goes. Returns
         the C close's return code (0 when it is deferred or already ran)."""
-        self.released = True
+        with self._lock:
+            self.released = True
         return self._close_if_done()
 
     def _close_if_done(self):

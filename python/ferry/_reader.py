@@ -4,24 +4,16 @@ from __future__ import annotations
 import collections.abc
 import ctypes
 import errno
-import functools
 import heapq
 import itertools
-import operator
 import os
 import secrets
 import threading
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, Optional, Sequence, Union
 
 from . import _check, _lib
-from ._array import Array
-from ._context import (DEVICES, Context, _as_result, _check_ctx, _CopiesOwner,
-                       shared_context, _stream_number, _key_bytes)
-
-try:
-    import numpy as _np
-except ImportError:  # numpy is optional
-    _np = None
+from ._batch import Batch, _BatchOwner, _make_batch
+from ._context import DEVICES, Context, _check_ctx, shared_context, _stream_number, _key_bytes
 
 _OOB = {"error": 0, "pad": 1, "trim_to_shape": 2, "trim": 2}
 _ON_ERROR = {"stop": 0, "skip": 1}
@@ -38,282 +30,34 @@ SHUFFLE_AFTER_EPOCH_SEED = 0x2545F4914F6CDD1D
 
 class _ReaderHandle(_lib.Handle):
     """Owns one ferry_reader (and the config memory it was opened with), a
-    dependent of its context. Its batches are its dependents: the C reader
-    closes when the reader is closed (or collected, or replaced by set_epoch or
-    load_state_dict) and no batch remains."""
+    dependent of its context. Its dependents are the calls in progress on it
+    (Reader._hold to _drop) and its batches: the C reader closes when the
+    reader is closed (or collected, or replaced by set_epoch or
+    load_state_dict) and neither remains. A call that takes a batch hands its
+    count to the batch's _BatchOwner, whose finalizer drops it
+    (batch_gone)."""
 
     def __init__(self, ctx, ptr, keep):
-        super().__init__(ptr, _lib.get().ferry_reader_close, parent=ctx)
+        lib = _lib.get()
+        super().__init__(ptr, lib.ferry_reader_close, parent=ctx)
         self.ctx = ctx          # the _CtxHandle: outlives the reader
+        self.device = ctx.device
         self._keep = keep       # ctypes objects the config points into
+        self._release_batch = lib.ferry_batch_release
         self.nfiles = None      # the dataset's files, once len() needed them
         self.epoch_batches = None  # (epoch, its batches), once a batch of it was read
 
-
-class _BatchOwner(_lib.Handle, _CopiesOwner):
-    """Owns one ferry_batch, a dependent of its reader. The Batch and every
-    array or view of it hold it; when the last is gone the batch goes back to
-    the reader for reuse."""
-
-    def __init__(self, reader, ptr):
-        lib = _lib.get()
-        super().__init__(ptr, lib.ferry_batch_release, parent=reader)
-        self.ctx = reader.ctx
-        self.path = None  # a batch's wait error names no single file
-        self._stream_wait = lib.ferry_batch_stream_wait
-        self._host_wait = lib.ferry_batch_wait
-        self.described = None
-
-    def describe(self):
-        """(paths, is_padding, rows) of the batch's samples, asked of libferry
-        once (one call a sample), when first wanted."""
-        got = self.described
-        if got is None:
-            lib = _lib.get()
-            sample = _lib.Sample()
-            paths, padding, rows = [], [], []
-            for i in range(lib.ferry_batch_size(self.ptr)):
-                _lib.check(lib.ferry_batch_sample(self.ptr, i, ctypes.byref(sample)))
-                paths.append(os.fsdecode(sample.path) if sample.path else None)
-                padding.append(bool(sample.is_padding))
-                rows.append(sample.row if sample.row >= 0 else None)
-            got = self.described = (paths, padding, rows)
-        return got
-
-
-def _path_of(owner, i):
-    return owner.describe()[0][i]
-
-
-class Batch(collections.abc.Sequence):
-    """One batch of a ferry.Reader.
-
-    When its samples share a shape (as after a ROI of fixed size; the samples
-    of a batch always share a dtype) the batch is one dense C-order array [B, ...] in device
-    memory, B counting padding: ``__cuda_array_interface__`` and
-    ``__dlpack__`` / ``__dlpack_device__`` on a GPU, ``__array_interface__``
-    and ``numpy()`` (a view) on the host device. So
-    ``torch.as_tensor(batch, device="cuda")``, ``torch.from_dlpack(batch)``,
-    ``cupy.asarray(batch)``, ``jax.dlpack.from_dlpack(batch)`` and
-    ``np.asarray(batch)`` are the whole batch without a copy. ``stackable``
-    says whether it is; ``shape``, ``dtype``, ``typestr``, ``ptr``,
-    ``nbytes`` describe that array. A batch whose samples differ in shape (a
-    ragged batch) raises ferry.RaggedBatchError (a FerryError and a
-    ValueError naming two of the files) for all of these.
-
-    It is also a sequence of its samples: ``len(batch)``, ``batch[i]``,
-    iteration, each sample a numpy view (host device) or a ferry.Array (GPU)
-    inside the batch's memory, made only when asked for. ``epoch``,
-    ``index`` (its position in its epoch), ``paths`` (each sample's file)
-    and ``is_padding`` (per sample: a pad_last_batch repeat, whose data is a
-    copy of the last real sample) are read from libferry only when asked.
-
-    The batch's memory goes back to the reader once the Batch and every
-    array, view, tensor or DLPack capsule made from it are gone.
-    """
-
-    def __init__(self, owner, device, epoch, index, size, whole, ragged, last):
-        """Not for direct use: ferry.Reader makes batches."""
-        self._owner = owner
-        self.device = device
-        self.epoch = epoch
-        self.index = index
-        self._size = size
-        self._whole = whole      # an Array of the whole batch, or None when ragged
-        self._ragged = ragged    # the FerryError libferry gave for stacking, or None
-        self._last = last        # the last batch of its epoch
-        self._samples = None
-        self._np = None
-
-    # ---- as a sequence of samples ----
-
-    def __len__(self) -> int:
-        return self._size
-
-    def __getitem__(self, i: Union[int, slice]) -> Any:
-        if isinstance(i, slice):
-            return [self._sample(k) for k in range(*i.indices(self._size))]
-        k = operator.index(i)
-        if k < 0:
-            k += self._size
-        if not 0 <= k < self._size:
-            raise IndexError("batch index %d out of range (%d samples)" % (i, self._size))
-        return self._sample(k)
-
-    def __iter__(self) -> Iterator[Any]:
-        for k in range(self._size):
-            yield self._sample(k)
-
-    def _sample(self, k):
-        samples = self._samples
-        if samples is None:
-            if self._whole is None:
-                self._ragged_samples()
-                return self._samples[k]
-            samples = self._samples = [None] * self._size
-        x = samples[k]
-        if x is None:
-            x = samples[k] = self._view(k)
-        return x
-
-    def _view(self, k):
-        """Sample k of a stacked batch: a view into it, no call into libferry."""
-        whole = self._whole
-        if whole.device != "cuda" and _np is not None:
-            return self.numpy()[k]
-        step = whole.nbytes // self._size
-        return Array(self._owner, whole.ptr + k * step, whole.shape[1:], whole.typestr,
-                     whole.device, whole.device_id, functools.partial(_path_of, self._owner, k),
-                     stream=whole._stream)
-
-    def _ragged_samples(self):
-        """A ragged batch's samples, each described by libferry."""
-        lib = _lib.get()
-        owner = self._owner
-        sample = _lib.Sample()
-        out, paths, padding, rows = [], [], [], []
-        for k in range(self._size):
-            _lib.check(lib.ferry_batch_sample(owner.ptr, k, ctypes.byref(sample)))
-            path = os.fsdecode(sample.path) if sample.path else None
-            shape = tuple(sample.shape[d] for d in range(sample.ndim))
-            array = Array(owner, sample.data, shape, _lib.typestr(sample.dtype), self.device,
-                          owner.ctx.device_id, path, stream=self._stream)
-            out.append(_as_result(array))
-            paths.append(path)
-            padding.append(bool(sample.is_padding))
-            rows.append(sample.row if sample.row >= 0 else None)
-        owner.described = (paths, padding, rows)
-        self._samples = out
-
-    @property
-    def _stream(self):
-        return self._whole._stream if self._whole is not None else self._ragged_stream
-
-    @property
-    def paths(self) -> List[Optional[str]]:
-        """Each sample's source file (padding repeats the last real one's)."""
-        return self._owner.describe()[0]
-
-    @property
-    def is_padding(self) -> List[bool]:
-        """Per sample: True for a pad_last_batch repeat."""
-        return self._owner.describe()[1]
-
-    @property
-    def rows(self) -> List[Optional[int]]:
-        """Per sample, with samples="rows": the row of its file it is (None
-        when the samples are files)."""
-        return self._owner.describe()[2]
-
-    # ---- as one array ----
-
-    @property
-    def stackable(self) -> bool:
-        """True when the batch is one dense [B, ...] array (its samples share a shape)."""
-        return self._whole is not None
-
-    def _stacked(self):
-        if self._whole is None:
-            e = self._ragged
-            raise _lib.RaggedBatchError(
-                e.errno, e.strerror, None,
-                "%s; batch %d of epoch %d can only be used sample by sample (batch[i])"
-                % (e.message, self.index, self.epoch))
-        return self._whole
-
-    @property
-    def shape(self) -> Tuple[int, ...]:
-        """The stacked batch's shape: (samples, padding included, *sample shape)."""
-        return self._stacked().shape
-
-    @property
-    def typestr(self) -> str:
-        """The element type as numpy's type string ('<f4')."""
-        return self._stacked().typestr
-
-    @property
-    def dtype(self) -> Any:
-        """The element type: a numpy dtype when numpy is importable, else the type string."""
-        return self._stacked().dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self._stacked().shape)
-
-    @property
-    def ptr(self) -> int:
-        """The stacked batch's address in device memory."""
-        return self._stacked().ptr
-
-    @property
-    def nbytes(self) -> int:
-        return self._stacked().nbytes
-
-    @property
-    def __cuda_array_interface__(self) -> Dict[str, Any]:
-        """The CUDA Array Interface (version 3) of the stacked batch (a GPU
-        batch; AttributeError on the host device)."""
-        if self.device != "cuda":
-            raise AttributeError("__cuda_array_interface__: this batch is in host memory")
-        return self._stacked().__cuda_array_interface__
-
-    @property
-    def __array_interface__(self) -> Dict[str, Any]:
-        """numpy's array interface of the stacked batch (host device only;
-        AttributeError on a GPU). np.asarray(batch) keeps the batch alive."""
-        if self.device == "cuda":
-            raise AttributeError("__array_interface__: this batch is in GPU memory")
-        return self._stacked().__array_interface__
-
-    def __dlpack_device__(self) -> Tuple[int, int]:
-        """(2, ordinal) on a GPU (kDLCUDA), (1, 0) on the host device (kDLCPU)."""
-        if self._whole is not None:
-            return self._whole.__dlpack_device__()
-        return (2, self._owner.ctx.device_id) if self.device == "cuda" else (1, 0)
-
-    def __dlpack__(self, stream: Optional[int] = None, max_version: Optional[Tuple[int, int]] = None,
-                   dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
-        """A DLPack capsule of the stacked batch (see ferry.Array.__dlpack__);
-        it keeps the batch's memory alive until its consumer lets it go."""
-        return self._stacked().__dlpack__(stream=stream, max_version=max_version,
-                                          dl_device=dl_device, copy=copy)
-
-    def numpy(self) -> Any:
-        """The stacked batch as a numpy array: a view of ferry's memory on the
-        host device (the same one each call), a copy to the host for a GPU
-        batch. Requires numpy."""
-        whole = self._stacked()
-        if whole.device == "cuda":
-            return whole.numpy()
-        if self._np is None:
-            self._np = whole.numpy()
-        return self._np
-
-    def __repr__(self) -> str:
-        if self._whole is not None:
-            what = "shape=%r, dtype=%r" % (self._whole.shape, self._whole.typestr)
-        else:
-            what = "samples=%d, ragged" % self._size
-        return "ferry.Batch(epoch=%d, index=%d, %s, device=%r)" % (
-            self.epoch, self.index, what, self.device)
-
-
-def _make_batch(owner, lib, ptr, info, device, last, stream):
-    """A Batch of the ferry_batch at ptr, which ferry_batch_describe gave info
-    of: no further call into libferry unless the batch is ragged."""
-    if info.stacked:
-        shape = info.shape
-        dims = tuple(shape.shape[:shape.ndim])
-        whole = Array(owner, info.data, dims, _lib.typestr(shape.dtype), device,
-                      owner.ctx.device_id, stream=stream)
-        return Batch(owner, device, info.epoch, info.index, dims[0], whole, None, last)
-    rc = lib.ferry_batch_shape(ptr, ctypes.byref(_lib.BatchShape()))
-    if rc != -_lib.EMISMATCH:
-        raise _lib.make_error(rc)
-    ragged = _lib.make_error(rc)  # libferry's message names two files that differ
-    batch = Batch(owner, device, info.epoch, info.index, info.size, None, ragged, last)
-    batch._ragged_stream = stream
-    return batch
+    def batch_gone(self, ptr):
+        """The last user of the batch at ptr is gone (its _BatchOwner's
+        finalizer, on whichever thread dropped it): hands it back to the C
+        reader, then drops its count, closing the C reader if the reader was
+        closed and this was its last dependent."""
+        self._release_batch(ptr)
+        with self._lock:
+            self.dependents -= 1
+            if self.dependents or not self.released:
+                return
+        self._close_if_done()
 
 
 def _error_file(message):
@@ -553,16 +297,17 @@ class Reader:
         # Where batches go.
         device = _check.device("device", device, DEVICES)
         _check_ctx(ctx)
-        _stream_number(stream)
+        stream_no = _stream_number(stream)
         if use_o_direct and ctx is not None and ctx.direct is not True:
             raise ValueError("use_o_direct=True: ctx was not made with direct=True "
                              "(make it so, or leave ctx out for a shared O_DIRECT context)")
-        self._stream = stream
+        self._stream_no = stream_no  # its DLPack number, fixed for the reader's life
         # Guards _handle, _stash and _calls. Reentrant: a signal handler may
         # close the reader on a thread that holds it.
         self._lock = threading.RLock()
         self._calls_done = threading.Condition(self._lock)
         self._calls = {}               # thread id: calls in progress on this reader
+        self._closers = 0              # threads waiting in _wait_calls, to be notified
         self._stash = []               # batches an iteration took from the next epoch
         self._seq = itertools.count()
         self._exhausted = None         # (epoch, 0) when a state put it past its epochs
@@ -658,7 +403,6 @@ class Reader:
         """Replaces the C reader by one opened at target (set_epoch,
         load_state_dict). Batches taken before stay valid; other threads
         waiting in next_batch get ValueError."""
-        me = threading.get_ident()
         with self._lock:
             if self._closed:
                 raise ValueError("ferry.Reader is closed")
@@ -667,33 +411,58 @@ class Reader:
             self._exhausted = exhausted
             self._pending_state = self._pending_epoch = None
             stash, self._stash = self._stash, []
-            self._calls_done.wait_for(lambda: not any(
-                n for ident, n in self._calls.items() if ident != me))
+            self._wait_calls()
         del stash
         if old is not None:
             old.release()  # a background error of the reader left behind is of no interest
 
+    def _wait_calls(self):
+        """Waits (holding self._lock) until no other thread has a call in
+        progress on this reader: close() and _reset() then release the old
+        C reader with nobody inside it. Calls of this thread (a signal
+        handler's close) cannot end first and are not waited for."""
+        me = threading.get_ident()
+        self._closers += 1
+        try:
+            self._calls_done.wait_for(lambda: not any(
+                n for ident, n in self._calls.items() if ident != me))
+        finally:
+            self._closers -= 1
+
     def _hold(self):
-        """Returns the live handle (opening it for lazy_init), counted as busy
-        until _drop(h): close() waits for the calls in progress on other
-        threads to end (next_batch ends its wait within a slice), so that the
-        C reader is never freed under a call."""
+        """Returns the live handle (opening it for lazy_init), counted as a
+        dependent of it and as a call of this thread until _drop(h): close()
+        waits for the calls in progress on other threads to end (next_batch
+        ends its wait within a slice), and the C reader is never freed under
+        a call. One lock of the reader's and one of the handle's."""
+        me = threading.get_ident()
         with self._lock:
-            h = self._start()
+            h = self._handle
+            if h is None:
+                h = self._start()  # ValueError when closed
             if not h.hold():
                 raise ValueError("ferry.Reader is closed")
-            me = threading.get_ident()
-            self._calls[me] = self._calls.get(me, 0) + 1
+            calls = self._calls
+            calls[me] = calls.get(me, 0) + 1
         return h
 
-    def _drop(self, h):
-        h.drop_dependent()
+    def _drop(self, h, handed_on=False):
+        """Ends the call _hold(h) began. handed_on: its count on h went to
+        the batch it took (whose finalizer drops it), so h keeps it. The
+        count goes before the call does: a close() that saw no call left
+        then closes the C reader itself, and gets its error."""
+        if not handed_on:
+            h.drop_dependent()
+        me = threading.get_ident()
         with self._lock:
-            me = threading.get_ident()
-            self._calls[me] -= 1
-            if not self._calls[me]:
-                del self._calls[me]
-            self._calls_done.notify_all()
+            calls = self._calls
+            n = calls[me] - 1
+            if n:
+                calls[me] = n
+            else:
+                del calls[me]
+            if self._closers:
+                self._calls_done.notify_all()
 
     # ---- what it is ----
 
@@ -933,22 +702,32 @@ class Reader:
         that Python's signal handlers run (Ctrl-C raises KeyboardInterrupt
         promptly) and a close() from another thread ends the wait with
         ValueError."""
-        with self._lock:
-            if self._stash:
-                return heapq.heappop(self._stash)[-1]
+        if self._stash:
+            with self._lock:
+                if self._stash:
+                    return heapq.heappop(self._stash)[-1]
         h = self._hold()
+        owner = None
         try:
             if self._exhausted is not None:
                 return None
-            return self._read(h)
+            ptr = self._wait_next(h)
+            if ptr is None:
+                return None
+            # From here the batch holds the call's count on h, until its last user is gone.
+            owner = _BatchOwner(h, ptr)
+            return self._describe(h, owner)
         finally:
-            self._drop(h)
+            self._drop(h, owner is not None)
 
-    def _read(self, h):
+    def _wait_next(self, h):
+        """The next ferry_batch's address, waiting for it in slices; None
+        after the last epoch. FerryError for a batch that failed,
+        ValueError once the reader was closed or moved meanwhile."""
         lib = _lib.get()
         ptr = ctypes.c_void_p()
         while True:
-            rc = lib.ferry_reader_next_timeout(h.ptr, ctypes.byref(ptr), _WAIT_SLICE_MS)
+            rc = lib.ferry_reader_next_timeout(h.ptr, ptr, _WAIT_SLICE_MS)
             if rc != -errno.ETIMEDOUT:
                 break
             # Nothing lost: the batch is still loading. Signal handlers run here.
@@ -961,18 +740,25 @@ class Reader:
             err = _lib.make_error(rc)
             err.filename = _error_file(err.message)
             raise err
-        owner = _BatchOwner(h, ptr.value)
+        return ptr.value
+
+    def _describe(self, h, owner):
+        """The Batch of the ferry_batch owner holds: one libferry call
+        (ferry_batch_describe), and one more at an epoch's first batch."""
         info = _lib.BatchInfo()
-        _lib.check(lib.ferry_batch_describe(ptr, ctypes.byref(info)))
-        batches = self._epoch_batches(h, info.epoch)
+        _lib.check(_lib.get().ferry_batch_describe(owner.ptr, info))
+        known = h.epoch_batches
+        if known is not None and known[0] == info.epoch:
+            batches = known[1]
+        else:
+            batches = self._epoch_batches(h, info.epoch)
         last = batches is not None and info.index + 1 >= batches
-        device = h.ctx.device
         # libferry hands out complete batches: with no stream asked for, none
         # is named and nothing waits (no per-batch query of torch's stream).
-        cai_stream = None
-        if self._stream is not None:
-            cai_stream = owner.ready_on(device, _stream_number(self._stream))
-        return _make_batch(owner, lib, ptr, info, device, last, cai_stream)
+        stream = None
+        if self._stream_no is not None:
+            stream = owner.ready_on(h.device, self._stream_no)
+        return _make_batch(owner, info, h.device, last, stream)
 
     def _epoch_batches(self, h, epoch):
         """The batches of epoch (a number fixed for the life of the C reader h),
@@ -1020,14 +806,11 @@ class Reader:
         FerryError for an error of a background load; but while a batch or an
         array of one is alive, only when the last one is collected. Calling it
         again does nothing."""
-        me = threading.get_ident()
         with self._lock:
             h, self._handle = self._handle, None
             self._closed = True
             stash, self._stash = self._stash, []
-            # Calls of this thread (a signal handler's close) cannot end first.
-            self._calls_done.wait_for(lambda: not any(
-                n for ident, n in self._calls.items() if ident != me))
+            self._wait_calls()
         del stash
         if h is not None:
             _lib.check(h.release())
