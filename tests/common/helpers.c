@@ -40,10 +40,22 @@ void t_fill_pattern(void *dst, size_t len, uint32_t file_id, uint64_t offset)
 		p[i] = pattern_byte(file_id, offset + i);
 }
 
+/* Word by word where it can (a sanitizer checks each access: 8 times fewer),
+ * then byte by byte from the first word that differs, to name its byte. */
 size_t t_check_pattern(const void *buf, size_t len, uint32_t file_id, uint64_t offset)
 {
 	const uint8_t *p = buf;
-	for (size_t i = 0; i < len; i++)
+	size_t i = 0;
+	for (; i < len && (offset + i) % 8; i++)
+		if (p[i] != pattern_byte(file_id, offset + i))
+			return i;
+	for (; i + 8 <= len; i += 8) {
+		uint64_t got, want = pattern_word(file_id, (offset + i) / 8);
+		memcpy(&got, p + i, 8);
+		if (got != want)
+			break;
+	}
+	for (; i < len; i++)
 		if (p[i] != pattern_byte(file_id, offset + i))
 			return i;
 	return len;
