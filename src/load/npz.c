@@ -221,6 +221,7 @@ static int stored_header(struct ferry__file *f, struct ferry__member *m, unsigne
 	return rc;
 }
 
+/* The member's CRC-32 (crc, over all its bytes) against the directory's. */
 static int check_crc(struct ferry__file *f, const struct ferry__member *m, uint32_t crc)
 {
 	if (crc == m->crc)
@@ -314,7 +315,11 @@ int ferry__member_load(const struct ferry__loader *ld, struct ferry__file *f,
 	o.crc = &crc;
 	o.head = NULL; /* offset 0 is the archive's first local header, not this header */
 	int rc = ferry__load_payload(ld, f, &m->h, dst, &o);
-	if (rc == 0)
-		rc = check_crc(f, m, ferry__crc32_combine(m->head_crc, crc, m->h.data_size));
-	return rc;
+	return rc < 0 ? rc : ferry__member_check_payload(f, m, crc);
+}
+
+int ferry__member_check_payload(struct ferry__file *f, const struct ferry__member *m,
+				uint32_t payload_crc)
+{
+	return check_crc(f, m, ferry__crc32_combine(m->head_crc, payload_crc, m->h.data_size));
 }
