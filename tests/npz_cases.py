@@ -11,8 +11,9 @@ without libdeflate refuses those cases with EUNSUPPORTED instead.
 
 Archives come from numpy itself (savez, savez_compressed) and from zipfile with
 odd options (data descriptors, comments, extra fields, zip64 on and off, a
-stored member after a deflated one), plus one written by hand with zip64
-central directory fields and a zip64 end record. Exit 77 without numpy."""
+stored member after a deflated one, .npy headers of 6 and 9 KB), plus one
+written by hand with zip64 central directory fields and a zip64 end record.
+Exit 77 without numpy."""
 import io
 import os
 import struct
@@ -166,6 +167,28 @@ def hand_zip64(members):
     return bytes(out)
 
 
+def long_header_npy(a, length):
+    """.npy 1.0 bytes whose header is about length bytes (the dict, then spaces)."""
+    d = "{'descr': '%s', 'fortran_order': False, 'shape': %r, }" % (
+        np.lib.format.dtype_to_descr(a.dtype), a.shape)
+    total = (10 + length + 63) // 64 * 64
+    head = (d + " " * (total - 10 - len(d) - 1) + "\n").encode()
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head + a.tobytes()
+
+
+def write_long_headers(arrs):
+    """Stored members whose .npy headers are longer than the 4 KiB ferry reads
+    first: one at the archive's start, outside the tail read for the end
+    record, one inside it."""
+    p = os.path.join(OUT, "long_header.npz")
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("first.npy", long_header_npy(arrs["t_i4"], 6000))
+        z.writestr("large.npy", npy_bytes(arrs["large"]))
+        z.writestr("last.npy", long_header_npy(arrs["t_f8"], 9000))
+    for k in ("first", "large", "last"):
+        expect(p, k)
+
+
 def write_hand(arrs):
     p = os.path.join(OUT, "zip64_hand.npz")
     with open(p, "wb") as f:
@@ -281,6 +304,7 @@ def main():
     write_numpy(arrs)
     write_zipfile_odd(arrs)
     write_hand(arrs)
+    write_long_headers(arrs)
     write_errors(arrs)
     with open(os.path.join(OUT, "manifest.tsv"), "w") as f:
         f.write("\n".join(ROWS) + "\n")

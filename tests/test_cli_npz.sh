@@ -5,7 +5,8 @@
 # exactly the bytes np.load gives), an archive without a key and a missing
 # key fail naming the file (the missing key's message lists the archive's
 # keys), a corrupt member fails naming it; read --root DIR --key KEY reads a
-# dataset of archives, each sample's bytes as np.load gives them. A build
+# dataset of archives, each sample's bytes as np.load gives them, and with
+# --on-error skip names an archive without the key with its member's reason. A build
 # without libdeflate (ferry env's npz: line says so) must refuse each deflated
 # member instead, naming the file, the member and libdeflate; it reads a dataset
 # of stored archives, and the test ends in a skip that counts the refusals.
@@ -82,6 +83,13 @@ for k in 0 1 2 3 4 5; do
 	cmp -s "$TMP/dsdump/e0_b${k}_0.bin" "$TMP/ds/f00$k.x.bin" ||
 		fail "read --root --key x: sample $k differs from np.load(f00$k.npz)['x']"
 done
+# --on-error skip names each skipped archive with its member's reason.
+mkdir "$TMP/skip" && cp "$TMP/ds/f000.npz" "$TMP/ds.bad.npz" "$TMP/skip/" ||
+	fail "cannot copy archives"
+"$FERRY" read --root "$TMP/skip" --key x --on-error skip >"$TMP/out" 2>&1 ||
+	fail "read --key --on-error skip: $(cat "$TMP/out")"
+grep -q "skipped $TMP/skip/ds.bad.npz: member 'x': no such member" "$TMP/out" ||
+	fail "read --key --on-error skip: no member's reason: $(cat "$TMP/out")"
 "$FERRY" read --root "$TMP/ds" --key x --verify >"$TMP/out" 2>&1
 [ $? -eq 2 ] || fail "read --key --verify is not a usage error"
 "$FERRY" read --help | grep -q -- "--key KEY" || fail "read --help does not name --key"

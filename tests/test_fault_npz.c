@@ -2,8 +2,9 @@
  * .npz members under failing host allocations: the Nth allocation fails in
  * ferry_load_member (a stored member over many chunks, a deflated one, a
  * big-endian Fortran-order one), ferry_load_member_async, ferry_info_member
- * (deflated) and a reader with npz_key, for every N until none is left to
- * fail. Each failure returns a negative code whose message names the archive
+ * (deflated), a reader with npz_key (a deflated member) and one whose batch
+ * packs two small stored members (read into staging, CRC-32 checked there),
+ * for every N until none is left to fail. Each failure returns a negative code whose message names the archive
  * (never another file's left over), nothing leaks (ASan), and the call
  * succeeds once the allocation it failed is past. Then the same calls with
  * the POSIX backend and the Nth pread failing (EIO), ending early (EOF) or
@@ -21,11 +22,13 @@ struct subject {
 	char stored[1100], deflated[1100], dir[1100];
 };
 
-static int reader_call(struct subject *s)
+/* A reader of member key of path, listed n times (one batch of n). */
+static int reader_call(struct subject *s, const char *path, const char *key, size_t n)
 {
-	const char *files[1] = { s->deflated };
-	struct ferry_reader_config cfg = { .files = files, .nfiles = 1, .npz_key = "big_fortran",
-					   .epochs = 1, .num_shards = 1, .threads = 1 };
+	const char *files[2] = { path, path };
+	struct ferry_reader_config cfg = { .files = files, .nfiles = n, .npz_key = key,
+					   .batch_size = (unsigned)n, .epochs = 1, .num_shards = 1,
+					   .threads = 1 };
 	ferry_reader *r;
 	ferry_batch *b;
 	int rc = ferry_reader_open(s->ctx, &cfg, &r);
@@ -49,13 +52,15 @@ static int call(struct subject *s, int k, ferry_array **a)
 	case 2: return ferry_load_member(s->ctx, s->stored, "big_fortran", a);
 	case 3: return ferry_load_member_async(s->ctx, s->stored, "large", a);
 	case 4: return ferry_info_member(s->deflated, "big_fortran", &info);
-	default: return reader_call(s);
+	case 5: return reader_call(s, s->deflated, "big_fortran", 1);
+	default: return reader_call(s, s->stored, "t_f4", 2); /* packed, CRC checked in staging */
 	}
 }
 
-static const int on_stored[] = { 1, 0, 1, 1, 0, 0 };
-static const char *const member_of[] = { "large", "large", "big_fortran", "large",
-					 "big_fortran", "big_fortran" };
+#define NCALLS 7
+static const int on_stored[NCALLS] = { 1, 0, 1, 1, 0, 0, 1 };
+static const char *const member_of[NCALLS] = { "large", "large", "big_fortran", "large",
+					       "big_fortran", "big_fortran", "t_f4" };
 
 /* Whether call k ends in a refusal (a deflated member, no libdeflate), then checked. */
 static int refused(struct subject *s, int k, int rc)
@@ -77,7 +82,7 @@ static int shoot(struct subject *s, int k, unsigned long n)
 	t_alloc_disarm();
 	const char *msg = ferry_last_error(), *want = on_stored[k] ? s->stored : s->deflated;
 	/* the reader's own allocations (before any file) name the reader */
-	int named = strstr(msg, want) || (k == 5 && !strncmp(msg, "reader: ", 8));
+	int named = strstr(msg, want) || (k >= 5 && !strncmp(msg, "reader: ", 8));
 	if (rc < 0 && (strstr(msg, OTHER) || !named))
 		T_FAIL("call %d, allocation %lu failing: %s: message \"%s\" is not about %s", k, n,
 		       ferry_strerror(rc), msg, want);
@@ -113,7 +118,7 @@ static unsigned long sweep_io(struct subject *s)
 	static const enum t_io_fault classes[] = { T_IO_SYS_READ, T_IO_SYS_EOF, T_IO_SHORT_READ };
 	unsigned long shots = 0;
 	for (unsigned c = 0; c < 3; c++)
-		for (int k = 0; k < 6; k++)
+		for (int k = 0; k < NCALLS; k++)
 			for (unsigned long n = 1; shoot_io(s, k, classes[c], n); n++)
 				shots++;
 	return shots;
@@ -133,7 +138,7 @@ int main(void)
 	snprintf(s.deflated, sizeof(s.deflated), "%s/savez_compressed.npz", dir);
 	s.ctx = tr_ctx(4096, 2);
 	unsigned long shots = 0;
-	for (int k = 0; k < 6; k++)
+	for (int k = 0; k < NCALLS; k++)
 		for (unsigned long n = 1; shoot(&s, k, n); n++)
 			shots++;
 	T_OK(ferry_ctx_destroy(s.ctx));

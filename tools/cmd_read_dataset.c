@@ -581,24 +581,29 @@ static int read_batches(struct dataset_run *d, ferry_reader *r)
 	return status;
 }
 
-/* Why path was skipped, as far as the tool can tell now: its header's or its
- * region's fault, else that the reader's reason was not kept. */
+/* Why path was skipped, as far as the tool can tell now: its header's (with
+ * --key, its member's) or its region's fault, else that the reader's reason
+ * was not kept. */
 static void skip_reason(const struct dataset_opts *o, const char *path, char *buf, size_t len)
 {
 	struct ferry_array_info info;
 	struct ferry__roi_spec spec;
 	struct ferry__region rg;
 	size_t n = strlen(path);
-	const char *msg;
+	const char *msg, *key = o->cfg.npz_key;
 
 	ferry__clear_error();
-	if (ferry_info(path, &info) < 0 ||
+	if ((key ? ferry_info_member(path, key, &info) : ferry_info(path, &info)) < 0 ||
 	    (ferry__roi_spec_from_config(&o->cfg, &spec) == 0 &&
 	     ferry__roi_resolve(&spec, info.ndim, info.shape, path, &rg) < 0)) {
 		msg = ferry_last_error();
 		if (!strncmp(msg, path, n) && msg[n] == ':' && msg[n + 1] == ' ')
 			msg += n + 2; /* the path is named already */
 		snprintf(buf, len, "%s", msg);
+	} else if (key) {
+		snprintf(buf, len, "the reader's error was not kept; member '%s', its header and "
+			 "region are fine now (a stored member's CRC-32 is checked only as its "
+			 "data is read)", key);
 	} else {
 		snprintf(buf, len, "the reader's error was not kept, and its header and region "
 			 "are fine now");

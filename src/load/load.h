@@ -291,6 +291,16 @@ int ferry__member_array(struct ferry__file *f, struct ferry__member *m,
 int ferry__member_load(const struct ferry__loader *ld, struct ferry__file *f,
 		       struct ferry__member *m, void *dst, const struct ferry__load_opts *opts);
 
+/*
+ * A stored member's CRC-32 check, for callers that read its payload
+ * themselves (the reader's packed batches): payload_crc is the CRC-32 of its
+ * h.data_size payload bytes as read, combined here with that of the header
+ * bytes parsed by ferry__member_open (the directory's CRC covers both).
+ * Returns 0, or -FERRY_EFORMAT naming f and the member ("CRC-32 mismatch").
+ */
+int ferry__member_check_payload(struct ferry__file *f, const struct ferry__member *m,
+				uint32_t payload_crc);
+
 /* Fills ferry_array_info from a parsed header. */
 void ferry__info_from_header(const struct ferry__npy_header *h, struct ferry_array_info *out);
 

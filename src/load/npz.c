@@ -25,6 +25,19 @@
 #define DEFLATE_RATIO_MAX 1040
 /* Members named in a missing-key message. */
 #define KEYS_LISTED 5
+/* A stored member's first bytes read for its .npy header (numpy writes 128
+ * or so); a longer header is then read whole. */
+#define HEAD_PROBE 4096
+
+/* The archive's last bytes, read to find the end record (the whole archive
+ * when it is small). A member's later reads that fall inside them (the
+ * directory, a local header, a .npy header, deflated bytes) are served from
+ * memory: one read of the file, not four. */
+struct tail {
+	unsigned char *bytes;
+	uint64_t at;
+	size_t len;
+};
 
 static int member_fail(int rc, struct ferry__file *f, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -45,24 +58,44 @@ static int archive_fail(int rc, struct ferry__file *f, const char *why)
 	return ferry__fail(rc, "%s: not a readable .npz archive: %s", f->path, why);
 }
 
+/* len bytes of the archive at offset into buf: from t when it holds them,
+ * else read through f. Returns 0 or as ferry__io_read_host. */
+static int archive_read(struct ferry__file *f, const struct tail *t, void *buf, size_t len,
+			uint64_t offset)
+{
+	if (offset >= t->at && offset - t->at <= t->len && len <= t->len - (offset - t->at)) {
+		memcpy(buf, t->bytes + (offset - t->at), len);
+		return 0;
+	}
+	return ferry__io_read_host(f, buf, len, offset, NULL);
+}
+
+/* Reads the archive's tail into t (the caller frees t->bytes). */
+static int read_tail(struct ferry__file *f, struct tail *t)
+{
+	t->len = f->size < FERRY__ZIP_TAIL_MAX ? (size_t)f->size : FERRY__ZIP_TAIL_MAX;
+	t->at = f->size - t->len;
+	if (!(t->bytes = malloc(t->len ? t->len : 1)))
+		return ferry__fail(-ENOMEM, "%s: out of memory reading the zip directory", f->path);
+	int rc = ferry__io_read_host(f, t->bytes, t->len, t->at, NULL);
+	if (rc < 0)
+		t->len = 0; /* serves nothing */
+	return rc;
+}
+
 /* The end record (and the zip64 one): where the directory is, checked against the file. */
-static int read_end(struct ferry__file *f, struct ferry__zip_end *end)
+static int read_end(struct ferry__file *f, struct ferry__zip_end *end, struct tail *t)
 {
 	char why[200];
-	size_t tail_len = f->size < FERRY__ZIP_TAIL_MAX ? (size_t)f->size : FERRY__ZIP_TAIL_MAX;
-	unsigned char *tail = malloc(tail_len ? tail_len : 1);
-	if (!tail)
-		return ferry__fail(-ENOMEM, "%s: out of memory reading the zip directory", f->path);
-	int rc = ferry__io_read_host(f, tail, tail_len, f->size - tail_len, NULL);
-	if (rc == 0 && (rc = ferry__zip_find_end(tail, tail_len, f->size, end, why, sizeof(why))) < 0)
+	int rc = read_tail(f, t);
+	if (rc == 0 && (rc = ferry__zip_find_end(t->bytes, t->len, f->size, end, why, sizeof(why))) < 0)
 		archive_fail(rc, f, why);
-	free(tail);
 	uint64_t dir_end = end->record_at;
 	if (rc == 0 && end->zip64) {
 		unsigned char rec[FERRY__ZIP64_END_LEN];
 		if (end->zip64_at > end->record_at || end->record_at - end->zip64_at < sizeof(rec))
 			return archive_fail(-FERRY_EFORMAT, f, "the zip64 locator points past its record");
-		if ((rc = ferry__io_read_host(f, rec, sizeof(rec), end->zip64_at, NULL)) < 0)
+		if ((rc = archive_read(f, t, rec, sizeof(rec), end->zip64_at)) < 0)
 			return rc;
 		if ((rc = ferry__zip_parse_end64(rec, sizeof(rec), end, why, sizeof(why))) < 0)
 			return archive_fail(rc, f, why);
@@ -136,8 +169,8 @@ static int check_entry(struct ferry__file *f, const char *key, const struct ferr
 }
 
 /* Reads e's local header and sets m->data_at; the data must end before the directory. */
-static int locate_data(struct ferry__file *f, const char *key, const struct ferry__zip_entry *e,
-		       uint64_t cd_offset, struct ferry__member *m)
+static int locate_data(struct ferry__file *f, const struct tail *t, const char *key,
+		       const struct ferry__zip_entry *e, uint64_t cd_offset, struct ferry__member *m)
 {
 	char why[200];
 	uint64_t data_at, room = cd_offset - e->local_offset;
@@ -147,7 +180,7 @@ static int locate_data(struct ferry__file *f, const char *key, const struct ferr
 	unsigned char *local = malloc(want);
 	if (!local)
 		return ferry__fail(-ENOMEM, "%s: out of memory reading a local header", f->path);
-	int rc = ferry__io_read_host(f, local, want, e->local_offset, NULL);
+	int rc = archive_read(f, t, local, want, e->local_offset);
 	if (rc == 0 && (rc = ferry__zip_local_data(local, want, e, &data_at, why, sizeof(why))) < 0)
 		member_fail(rc, f, key, "%s", why);
 	free(local);
@@ -160,23 +193,25 @@ static int locate_data(struct ferry__file *f, const char *key, const struct ferr
 	return 0;
 }
 
-/* Locates key's data in the archive: method, sizes, CRC and offset into m. */
-static int locate_member(struct ferry__file *f, const char *key, struct ferry__member *m)
+/* Locates key's data in the archive: method, sizes, CRC and offset into m;
+ * t gets the archive's tail. */
+static int locate_member(struct ferry__file *f, const char *key, struct ferry__member *m,
+			 struct tail *t)
 {
 	struct ferry__zip_end end;
 	struct ferry__zip_entry e;
-	int rc = read_end(f, &end);
+	int rc = read_end(f, &end, t);
 	if (rc < 0)
 		return rc;
 	unsigned char *cd = malloc(end.cd_size ? end.cd_size : 1);
 	if (!cd)
 		return ferry__fail(-ENOMEM, "%s: out of memory reading the zip directory", f->path);
-	rc = ferry__io_read_host(f, cd, end.cd_size, end.cd_offset, NULL);
+	rc = archive_read(f, t, cd, end.cd_size, end.cd_offset);
 	if (rc == 0)
 		rc = find_entry(f, key, cd, end.cd_size, &e);
 	if (rc == 0)
 		rc = check_entry(f, key, &e, end.cd_offset);
-	if (rc == 0 && (rc = locate_data(f, key, &e, end.cd_offset, m)) == 0) {
+	if (rc == 0 && (rc = locate_data(f, t, key, &e, end.cd_offset, m)) == 0) {
 		m->method = e.method;
 		m->crc = e.crc;
 		m->csize = e.csize;
@@ -200,17 +235,43 @@ static int parse_member_header(struct ferry__file *f, struct ferry__member *m,
 	return rc < 0 ? member_fail(rc, f, m->key, "%s", why) : 0;
 }
 
-/* A stored member's header, read through f; its payload offset made the archive's. */
-static int stored_header(struct ferry__file *f, struct ferry__member *m, unsigned char *head)
+/* A stored member's first bytes into *out (malloc'd), *have of them: its
+ * first HEAD_PROBE, or its whole .npy header when that is longer and the
+ * member holds it. */
+static int member_prefix(struct ferry__file *f, const struct tail *t, const struct ferry__member *m,
+			 unsigned char **out, size_t *have)
 {
-	size_t have = m->usize < FERRY__NPY_PREFIX_MAX + FERRY__NPY_MAX_HEADER
-			      ? (size_t)m->usize : FERRY__NPY_PREFIX_MAX + FERRY__NPY_MAX_HEADER;
-	unsigned char *bytes = malloc(have ? have : 1);
-	if (!bytes)
-		return ferry__fail(-ENOMEM, "%s: out of memory reading a header", f->path);
-	int rc = ferry__io_read_host(f, bytes, have, m->data_at, NULL);
-	if (rc == 0)
-		rc = parse_member_header(f, m, bytes, have);
+	size_t len = m->usize < HEAD_PROBE ? (size_t)m->usize : HEAD_PROBE;
+	for (;;) {
+		unsigned char *bytes = malloc(len ? len : 1);
+		if (!bytes)
+			return ferry__fail(-ENOMEM, "%s: out of memory reading a header", f->path);
+		int rc = archive_read(f, t, bytes, len, m->data_at);
+		if (rc < 0) {
+			free(bytes);
+			return rc;
+		}
+		int64_t need = ferry__npy_header_length(bytes, len, NULL, 0);
+		if (need <= (int64_t)len || (uint64_t)need > m->usize) {
+			*out = bytes; /* a bad header is parse_member_header's to report */
+			*have = len;
+			return 0;
+		}
+		free(bytes);
+		len = (size_t)need; /* a long header: read it whole */
+	}
+}
+
+/* A stored member's header, read through f; its payload offset made the archive's. */
+static int stored_header(struct ferry__file *f, const struct tail *t, struct ferry__member *m,
+			 unsigned char *head)
+{
+	unsigned char *bytes = NULL;
+	size_t have = 0;
+	int rc = member_prefix(f, t, m, &bytes, &have);
+	if (rc < 0)
+		return rc;
+	rc = parse_member_header(f, m, bytes, have);
 	if (rc == 0) {
 		m->head_crc = ferry__crc32(0, bytes, (size_t)m->h.data_offset);
 		if (head)
@@ -221,6 +282,7 @@ static int stored_header(struct ferry__file *f, struct ferry__member *m, unsigne
 	return rc;
 }
 
+/* The member's CRC-32 (crc, over all its bytes) against the directory's. */
 static int check_crc(struct ferry__file *f, const struct ferry__member *m, uint32_t crc)
 {
 	if (crc == m->crc)
@@ -230,7 +292,7 @@ static int check_crc(struct ferry__file *f, const struct ferry__member *m, uint3
 }
 
 /* A deflated member: read whole, inflated, checked, its header parsed. */
-static int inflate_member(struct ferry__file *f, struct ferry__member *m)
+static int inflate_member(struct ferry__file *f, const struct tail *t, struct ferry__member *m)
 {
 	char why[200];
 	unsigned char *packed = malloc(m->csize ? m->csize : 1);
@@ -240,7 +302,7 @@ static int inflate_member(struct ferry__file *f, struct ferry__member *m)
 		return member_fail(-ENOMEM, f, m->key, "out of memory inflating %" PRIu64 " bytes",
 				   m->usize);
 	}
-	int rc = ferry__io_read_host(f, packed, m->csize, m->data_at, NULL);
+	int rc = archive_read(f, t, packed, m->csize, m->data_at);
 	if (rc == 0 && (rc = ferry__inflate_raw(packed, m->csize, m->inflated, m->usize, why,
 						sizeof(why))) < 0)
 		member_fail(rc, f, m->key, "%s", why);
@@ -255,12 +317,14 @@ static int inflate_member(struct ferry__file *f, struct ferry__member *m)
 int ferry__member_open(struct ferry__file *f, const char *key, struct ferry__member *m,
 		       unsigned char head[FERRY__HEAD_MAX])
 {
+	struct tail t = { 0 };
 	*m = (struct ferry__member){ .key = key };
-	int rc = locate_member(f, key, m);
+	int rc = locate_member(f, key, m, &t);
 	if (rc == 0 && m->method == FERRY__ZIP_STORED)
-		rc = stored_header(f, m, head);
+		rc = stored_header(f, &t, m, head);
 	else if (rc == 0)
-		rc = inflate_member(f, m);
+		rc = inflate_member(f, &t, m);
+	free(t.bytes);
 	if (rc == 0 && head && m->inflated)
 		memcpy(head, m->inflated, ferry__head_len(&m->h));
 	if (rc < 0)
@@ -314,7 +378,11 @@ int ferry__member_load(const struct ferry__loader *ld, struct ferry__file *f,
 	o.crc = &crc;
 	o.head = NULL; /* offset 0 is the archive's first local header, not this header */
 	int rc = ferry__load_payload(ld, f, &m->h, dst, &o);
-	if (rc == 0)
-		rc = check_crc(f, m, ferry__crc32_combine(m->head_crc, crc, m->h.data_size));
-	return rc;
+	return rc < 0 ? rc : ferry__member_check_payload(f, m, crc);
+}
+
+int ferry__member_check_payload(struct ferry__file *f, const struct ferry__member *m,
+				uint32_t payload_crc)
+{
+	return check_crc(f, m, ferry__crc32_combine(m->head_crc, payload_crc, m->h.data_size));
 }

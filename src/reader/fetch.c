@@ -1,7 +1,8 @@
 /*
  * Fetching a batch's outputs. The batch, not the file, is the unit of data
  * movement: FETCH_PACK outputs (small, C order, native byte order, buffered
- * reads into pinned staging; or deflated .npz members, whose arrays the CPU
+ * reads into pinned staging: .npy files, and stored .npz members, whose
+ * CRC-32 the CPU checks there; or deflated members, whose arrays the CPU
  * writes there) are placed back to back into one staging buffer,
  * laid out as they lie in batch memory, so that one copy per batch lands a
  * whole run of them; runs of consecutive batches share the buffer. A file
@@ -45,8 +46,7 @@ static int open_slot(struct ferry_reader *r, struct slot *s)
 	return 1;
 }
 
-/* The runs of s's region in its C-order payload (one for a whole array).
- * Returns their number (*runs malloc'd unless it is one) or an error. */
+/* Whether s's region is its whole array. */
 static int region_is_whole(const struct slot *s)
 {
 	for (int d = 0; d < s->rg.ndim; d++)
@@ -55,6 +55,8 @@ static int region_is_whole(const struct slot *s)
 	return 1;
 }
 
+/* The runs of s's region in its C-order payload (one for a whole array).
+ * Returns their number (*runs malloc'd unless it is one) or an error. */
 static int64_t region_runs(struct slot *s, struct ferry__run *one, struct ferry__run **runs)
 {
 	*runs = one;
@@ -190,6 +192,75 @@ static void place_member(struct ferry_reader *r, struct slot *s, char *dst)
 	ferry__slot_close(r, s);
 }
 
+/* Host memory a pack reuses for the payloads of stored members with a
+ * region (each at most a chunk). */
+struct scratch {
+	char *p;
+	size_t cap;
+};
+
+static char *scratch_get(struct scratch *sc, size_t len)
+{
+	if (len <= sc->cap)
+		return sc->p;
+	free(sc->p);
+	sc->cap = (sc->p = malloc(len)) ? len : 0;
+	if (!sc->p)
+		ferry__fail(-ENOMEM, "reader: out of memory for %zu bytes of a member", len);
+	return sc->p;
+}
+
+/* Reads the whole payload of s, a stored member, into host memory at into
+ * (one read: the member's CRC-32 covers every byte of it), checks that the
+ * archive did not change since it was opened, then the CRC-32 (these bytes
+ * after the header's, which the probe parsed). Returns 0 or an error. */
+static int read_stored(struct ferry_reader *r, struct slot *s, char *into)
+{
+	struct reqs q = { .v = q.stack, .cap = PACK_REQS };
+	size_t len = (size_t)s->h.data_size;
+	int rc = 0;
+	if (len) {
+		q.v[q.n++] = (struct ferry__io_req){ .dst = into, .len = len,
+						     .offset = s->h.data_offset };
+		rc = r->ld->io_ops->read(r->ld->io, s->f, q.v, q.n);
+		if (rc == 0)
+			rc = check_requests(s, &q, NULL); /* no cached header: members are probed */
+		s->stats.bytes_read += len;
+		s->stats.reads++;
+	}
+	if (rc == 0)
+		rc = ferry__io_check_unchanged(s->f);
+	if (rc == 0)
+		rc = ferry__member_check_payload(s->f, s->member, ferry__crc32(0, into, len));
+	return rc;
+}
+
+/* The output of s, a stored member whose payload fits a chunk, into host
+ * staging at dst, checked before the pack's copy is queued: the whole array
+ * read straight into dst and its CRC-32 computed there; with a region, the
+ * whole payload read into scratch, checked there, and the region's runs
+ * copied to dst. No copy or wait of its own. */
+static void pack_stored(struct ferry_reader *r, struct slot *s, char *dst, struct scratch *sc)
+{
+	struct ferry__run one, *runs = NULL;
+	int rc = open_slot(r, s);
+	if (rc != 0)
+		return;
+	int whole = region_is_whole(s);
+	char *into = whole ? dst : scratch_get(sc, (size_t)s->h.data_size + 1);
+	int64_t n = whole ? 0 : region_runs(s, &one, &runs);
+	rc = !into ? -ENOMEM : n < 0 ? (int)n : read_stored(r, s, into);
+	for (int64_t k = 0; rc == 0 && k < n; k++)
+		memcpy(dst + runs[k].dst, into + runs[k].src, runs[k].len);
+	if (runs != &one)
+		free(runs);
+	if (rc < 0)
+		ferry__slot_fail(r, s, rc);
+	else
+		ferry__load_count_file(&s->stats, s->f);
+	ferry__slot_close(r, s);
+}
+
 int ferry__item_packs(const struct ferry_batch *b, const struct item *it)
 {
 	return it->kind == ITEM_FETCH && b->slots[b->out[it->first]].kind == FETCH_PACK;
@@ -221,7 +292,7 @@ static unsigned same_file_run(struct ferry_batch *b, const struct item *it, unsi
 
 /* Reads the outputs of item it of b into buf at pos; describes its copy. */
 static void read_pack_item(struct ferry_batch *b, const struct item *it, struct ferry__buf *buf,
-			   size_t pos, unsigned lane, struct ferry__copy *copy)
+			   size_t pos, unsigned lane, struct ferry__copy *copy, struct scratch *sc)
 {
 	const struct slot *first = &b->slots[b->out[it->first]];
 	struct slot *ss[PACK_REQS];
@@ -235,8 +306,10 @@ static void read_pack_item(struct ferry_batch *b, const struct item *it, struct 
 		}
 		for (unsigned i = 0; i < n; i++)
 			dsts[i] = (char *)buf->data + pos + (ss[i]->offset - first->offset);
-		if (ss[0]->member)
+		if (ss[0]->member && ss[0]->member->inflated)
 			place_member(b->r, ss[0], dsts[0]);
+		else if (ss[0]->member)
+			pack_stored(b->r, ss[0], dsts[0], sc);
 		else
 			read_packed(b->r, ss, dsts, n);
 	}
@@ -267,6 +340,7 @@ static void fetch_packed(struct ferry_batch *const *bs, const struct item *items
 	struct ferry__staging *stg = ferry__lanes_get(ld->lanes, lane);
 	struct ferry__copy copies[n];
 	struct ferry__buf *buf;
+	struct scratch sc = { 0 };
 	size_t base[n], pos = 0;
 	int rc = ferry__staging_lease(stg, &buf);
 	for (unsigned j = 0; j < n; j++) {
@@ -276,7 +350,8 @@ static void fetch_packed(struct ferry_batch *const *bs, const struct item *items
 	if (rc == 0)
 		ferry__fetch_whole_files(bs, items, n, buf->data, base);
 	for (unsigned j = 0; rc == 0 && j < n; j++)
-		read_pack_item(bs[j], &items[j], buf, base[j], lane, &copies[j]);
+		read_pack_item(bs[j], &items[j], buf, base[j], lane, &copies[j], &sc);
+	free(sc.p);
 	if (rc == 0)
 		rc = pos ? ferry__staging_queue(stg, buf, copies, n, NULL)
 			 : ferry__staging_give_back(stg, buf);

@@ -263,23 +263,38 @@ static int lay_out(struct ferry_batch *b)
 	return reserve_memory(b, total);
 }
 
-/* A deflated member's output is written into staging by the CPU (its array,
- * inflated by the probe and converted on the host): packed with others when
- * it fits a chunk, else chunked; read in no staging buffer, so O_DIRECT
- * does not matter. Not where staging is device memory, nor padded outputs
- * (filled first), nor stored members (their CRC covers the whole member). */
+/* Whether s's array lies in its file in another order than C order, native byte order. */
+static int needs_conversion(const struct slot *s)
+{
+	return s->h.swap || (s->h.fortran_order && s->h.ndim > 1);
+}
+
+/*
+ * An archive member's fetch. A deflated one's output is written into staging
+ * by the CPU (its array, inflated by the probe and converted on the host):
+ * packed with others when it fits a chunk, else chunked; read in no staging
+ * buffer, so O_DIRECT does not matter. A stored one is packed as a small
+ * file is when its whole payload fits a chunk (its CRC-32 covers every byte,
+ * so the fetch reads all of it, region or not) and it needs no conversion;
+ * larger or converted ones take the loader's path, checked as they pass.
+ * Padded outputs (filled first) and device staging are FETCH_SLOW.
+ */
 static enum fetch_kind member_kind(const struct ferry_reader *r, const struct slot *s)
 {
-	if (!s->member->inflated || !r->host_staging || s->rg.padded)
+	if (!r->host_staging || s->rg.padded)
 		return FETCH_SLOW;
-	return s->nbytes > r->chunk ? FETCH_BIG : FETCH_PACK;
+	if (s->member->inflated)
+		return s->nbytes > r->chunk ? FETCH_BIG : FETCH_PACK;
+	if (!r->packable || needs_conversion(s) || s->h.data_size > r->chunk)
+		return FETCH_SLOW;
+	return FETCH_PACK;
 }
 
 static enum fetch_kind kind_of(const struct ferry_reader *r, const struct slot *s)
 {
 	if (s->member)
 		return member_kind(r, s);
-	if (s->rg.padded || s->h.swap || (s->h.fortran_order && s->h.ndim > 1))
+	if (s->rg.padded || needs_conversion(s))
 		return FETCH_SLOW;
 	if (!r->packable || s->nbytes > r->chunk)
 		return FETCH_BIG;

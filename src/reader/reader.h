@@ -122,7 +122,9 @@ enum fetch_kind {
 	FETCH_PACK, /* read with others into one staging buffer: one copy for all */
 	FETCH_BIG,  /* larger than a chunk, or read with O_DIRECT or into device
 		     * staging: the loader's chunked, parallel path */
-	FETCH_SLOW, /* converted on the host, or padded around its region */
+	FETCH_SLOW, /* converted, padded around its region, or a stored .npz
+		     * member that does not pack: loaded whole (its CRC-32
+		     * checked) and waited for, its region copied on the device */
 };
 
 /* One sample of a batch while it loads. */
