@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "base/base.h"
+#include "context/context.h"
 #include "test_reader_util.h"
 
 #define TN_MAX_CASES 256
@@ -132,6 +133,40 @@ static inline int tn_exit(unsigned refused)
 	return T_EXIT_SKIP;
 }
 
+/*
+ * Runs tests/npz_small.py: n small archives in dir/stacked and dir/ragged,
+ * member x of each (and its expected bytes, fNNN.x.bin), the ragged set's
+ * largest members big_rows rows; mode "stored" (np.savez) or "" (deflated).
+ * Skips the test where the interpreter has no numpy.
+ */
+static inline void tn_write_small(const char *dir, int n, int big_rows, const char *mode)
+{
+	const char *py = getenv("PYTHON") ? getenv("PYTHON") : "python3";
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd), "'%s' tests/npz_small.py '%s' %d %d %s", py, dir, n, big_rows,
+		 mode);
+	int rc = system(cmd);
+	if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 77)
+		T_SKIP("numpy is not installed for %s", py);
+	T_EQ(rc, 0);
+}
+
+/* A context with chunks of chunk bytes on a fault device that only counts
+ * (the device calls a load makes: t_fault_calls). */
+static inline ferry_ctx *tn_counting_ctx(size_t chunk, struct ferry__device **fdev)
+{
+	struct ferry_ctx_options o = { .gpu = -1, .chunk_size = chunk, .threads = 2, .direct = -1 };
+	struct ferry__device *dev;
+	ferry_ctx *ctx;
+	int rc = ferry__ctx_open_device(&o, &dev);
+	if (rc == -FERRY_ENODEVICE)
+		T_SKIP("no device: %s", ferry_last_error());
+	T_OK(rc);
+	*fdev = t_fault_device(dev);
+	T_OK(ferry__ctx_create_on(*fdev, NULL, &o, &ctx));
+	return ctx;
+}
+
 /* The expected bytes of c (malloc'd), and their count. */
 static inline void *tn_expected(const struct tn_case *c, uint64_t *nbytes)
 {
@@ -144,6 +179,18 @@ static inline void *tn_expected(const struct tn_case *c, uint64_t *nbytes)
 	fclose(f);
 	*nbytes = (uint64_t)st.st_size;
 	return buf;
+}
+
+/* The expected bytes of member x of archives 0..n-1 of a tn_write_small set
+ * (dir: its stacked or ragged directory), malloc'd. */
+static inline void tn_small_expected(const char *dir, int n, unsigned char **want,
+				     uint64_t *nbytes)
+{
+	for (int i = 0; i < n; i++) {
+		struct tn_case c;
+		snprintf(c.expected, sizeof(c.expected), "%s/f%03d.x.bin", dir, i);
+		want[i] = tn_expected(&c, &nbytes[i]);
+	}
 }
 
 #endif

@@ -30,13 +30,7 @@ struct dataset {
 
 static void write_datasets(const char *dir)
 {
-	const char *py = getenv("PYTHON") ? getenv("PYTHON") : "python3";
-	char cmd[2048];
-	snprintf(cmd, sizeof(cmd), "'%s' tests/npz_small.py '%s' %d 100 stored", py, dir, NFILES);
-	int rc = system(cmd);
-	if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 77)
-		T_SKIP("numpy is not installed for %s", py);
-	T_EQ(rc, 0);
+	tn_write_small(dir, NFILES, 100, "stored");
 }
 
 static void archive_path(const struct dataset *d, int i, char *buf, size_t len)
@@ -65,11 +59,7 @@ static void load_dataset(struct dataset *d, const char *root, const char *sub)
 {
 	snprintf(d->dir, sizeof(d->dir), "%s/%s", root, sub);
 	d->ragged = !strcmp(sub, "ragged");
-	for (int i = 0; i < NFILES; i++) {
-		struct tn_case c;
-		snprintf(c.expected, sizeof(c.expected), "%s/f%03d.x.bin", d->dir, i);
-		d->want[i] = tn_expected(&c, &d->nbytes[i]);
-	}
+	tn_small_expected(d->dir, NFILES, d->want, d->nbytes);
 	T_ASSERT(d->ragged ? d->nbytes[BAD] > CHUNK : d->nbytes[BAD] < CHUNK);
 	corrupt(d);
 }

@@ -45,25 +45,14 @@ struct region {
 
 static void write_datasets(const char *dir)
 {
-	const char *py = getenv("PYTHON") ? getenv("PYTHON") : "python3";
-	char cmd[2048];
-	snprintf(cmd, sizeof(cmd), "'%s' tests/npz_small.py '%s' %d %d stored", py, dir, NFILES,
-		 BIG_ROWS);
-	int rc = system(cmd);
-	if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 77)
-		T_SKIP("numpy is not installed for %s", py);
-	T_EQ(rc, 0);
+	tn_write_small(dir, NFILES, BIG_ROWS, "stored");
 }
 
 static void load_expected(struct dataset *d, const char *root, const char *sub)
 {
 	snprintf(d->dir, sizeof(d->dir), "%s/%s", root, sub);
 	d->ragged = !strcmp(sub, "ragged");
-	for (int i = 0; i < NFILES; i++) {
-		struct tn_case c;
-		snprintf(c.expected, sizeof(c.expected), "%s/f%03d.x.bin", d->dir, i);
-		d->want[i] = tn_expected(&c, &d->nbytes[i]);
-	}
+	tn_small_expected(d->dir, NFILES, d->want, d->nbytes);
 }
 
 /* Archive i's member x, as npz_small.py writes it: its columns, and whether
@@ -79,20 +68,6 @@ static int unpacked(const struct dataset *d, int i)
 	return d->ragged && (i % 16 == 5 || i % 3 == 1 || i % 5 == 2);
 }
 
-/* A context with 16 KiB chunks on a fault device that only counts. */
-static ferry_ctx *counting_ctx(struct ferry__device **fdev)
-{
-	struct ferry_ctx_options o = { .gpu = -1, .chunk_size = CHUNK, .threads = 2, .direct = -1 };
-	struct ferry__device *dev;
-	ferry_ctx *ctx;
-	int rc = ferry__ctx_open_device(&o, &dev);
-	if (rc == -FERRY_ENODEVICE)
-		T_SKIP("no device: %s", ferry_last_error());
-	T_OK(rc);
-	*fdev = t_fault_device(dev);
-	T_OK(ferry__ctx_create_on(*fdev, NULL, &o, &ctx));
-	return ctx;
-}
 
 static struct counts count_now(struct ferry__device *fdev)
 {
@@ -232,7 +207,7 @@ static void run_packed(const char *root)
 	unsigned nb = 0;
 	load_expected(&stacked, root, "stacked");
 	load_expected(&ragged, root, "ragged");
-	ferry_ctx *ctx = counting_ctx(&fdev);
+	ferry_ctx *ctx = tn_counting_ctx(CHUNK, &fdev);
 	struct counts c = read_epochs(ctx, fdev, &stacked, &whole, &nb);
 	check_stacked("stacked", c, nb);
 	c = read_epochs(ctx, fdev, &stacked, &rows, &nb);

@@ -165,6 +165,18 @@ static void count_inflated(struct slot *s)
 	}
 }
 
+/* Ends the fetch of s: its failure, or what reading it took; then closes it. */
+static void finish_slot(struct ferry_reader *r, struct slot *s, int rc)
+{
+	if (rc < 0) {
+		ferry__slot_fail(r, s, rc);
+	} else {
+		count_inflated(s);
+		ferry__load_count_file(&s->stats, s->f);
+	}
+	ferry__slot_close(r, s);
+}
+
 /* The output of s, a deflated member, into host staging at dst: the runs of
  * its region copied out of its array (inflated by the probe, converted on
  * the host) by the CPU. No read, and no copy of its own. */
@@ -183,13 +195,7 @@ static void place_member(struct ferry_reader *r, struct slot *s, char *dst)
 		memcpy(dst + runs[k].dst, array + runs[k].src, runs[k].len);
 	if (runs != &one)
 		free(runs);
-	if (rc < 0) {
-		ferry__slot_fail(r, s, rc);
-	} else {
-		count_inflated(s);
-		ferry__load_count_file(&s->stats, s->f);
-	}
-	ferry__slot_close(r, s);
+	finish_slot(r, s, rc);
 }
 
 /* Host memory a pack reuses for the payloads of stored members with a
@@ -481,13 +487,7 @@ static void fetch_one(struct ferry_batch *b, struct slot *s)
 			     : read_runs(r, s, dst, runs, n, NULL, NULL);
 	if (runs != &one)
 		free(runs);
-	if (rc < 0) {
-		ferry__slot_fail(r, s, rc);
-	} else {
-		count_inflated(s);
-		ferry__load_count_file(&s->stats, s->f);
-	}
-	ferry__slot_close(r, s);
+	finish_slot(r, s, rc);
 }
 
 void ferry__fetch(struct ferry_batch *const *bs, const struct item *items, unsigned n)
