@@ -235,6 +235,12 @@ int ferry__convert_on_host(struct ferry__file *f, const struct ferry__npy_header
 int ferry__load_from_host(const struct ferry__loader *ld, struct ferry__file *f,
 			  const struct ferry__npy_header *h, void *raw, void *dst,
 			  const struct ferry__load_opts *opts);
+/* Loads len bytes at src (host memory, f's array) into dst through staging
+ * (ferry__load_ranges with opts->src), with opts's threads, waited for or
+ * queued on opts->async. src may be freed once it returns. */
+int ferry__load_from_memory(const struct ferry__loader *ld, struct ferry__file *f,
+			    const void *src, uint64_t len, void *dst,
+			    const struct ferry__load_opts *opts);
 
 /* ---- .npz archive members (npz.c) ---- */
 
@@ -273,8 +279,10 @@ void ferry__member_close(struct ferry__member *m);
 /*
  * A deflated member's array in host memory as C order and native byte order
  * (m->inflated set): its inflated payload, converted on the host at the first
- * call (ferry__convert_on_host; m keeps the result). *out is valid until
- * ferry__member_close. Returns 0 or -ENOMEM naming f.
+ * call (ferry__convert_on_host; m keeps the result), once the archive is
+ * checked unchanged since it was opened (the bytes are those of the file
+ * the caller has). *out is valid until ferry__member_close. Returns 0,
+ * -FERRY_ECHANGED or -ENOMEM naming f.
  */
 int ferry__member_array(struct ferry__file *f, struct ferry__member *m,
 			const unsigned char **out);

@@ -113,10 +113,7 @@ int ferry__load_from_host(const struct ferry__loader *ld, struct ferry__file *f,
 	int rc = ferry__convert_on_host(f, h, raw, &array);
 	if (rc < 0)
 		return rc;
-	struct ferry__load_opts o = { .parallel = opts->parallel, .async = opts->async,
-				      .src = array };
-	struct ferry__range range = { .offset = 0, .len = h->data_size, .dst = dst };
-	rc = ferry__load_ranges(ld, f, &range, 1, &o);
+	rc = ferry__load_from_memory(ld, f, array, h->data_size, dst, opts);
 	if (array != raw)
 		free(array);
 	return rc;

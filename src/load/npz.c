@@ -344,7 +344,9 @@ int ferry__member_array(struct ferry__file *f, struct ferry__member *m,
 			const unsigned char **out)
 {
 	void *array = m->array;
-	int rc = array ? 0 : ferry__convert_on_host(f, &m->h, m->inflated + m->h.data_offset, &array);
+	int rc = ferry__io_check_unchanged(f);
+	if (rc == 0 && !array)
+		rc = ferry__convert_on_host(f, &m->h, m->inflated + m->h.data_offset, &array);
 	if (rc < 0)
 		return rc;
 	m->array = array;
@@ -357,15 +359,8 @@ static int load_inflated(const struct ferry__loader *ld, struct ferry__file *f,
 			 struct ferry__member *m, void *dst, const struct ferry__load_opts *opts)
 {
 	const unsigned char *array = NULL;
-	int rc = ferry__io_check_unchanged(f);
-	if (rc == 0)
-		rc = ferry__member_array(f, m, &array);
-	if (rc < 0)
-		return rc;
-	struct ferry__load_opts o = { .parallel = opts->parallel, .async = opts->async,
-				      .src = array };
-	struct ferry__range range = { .offset = 0, .len = m->h.data_size, .dst = dst };
-	return ferry__load_ranges(ld, f, &range, 1, &o);
+	int rc = ferry__member_array(f, m, &array);
+	return rc < 0 ? rc : ferry__load_from_memory(ld, f, array, m->h.data_size, dst, opts);
 }
 
 int ferry__member_load(const struct ferry__loader *ld, struct ferry__file *f,

@@ -529,3 +529,13 @@ int ferry__load_ranges(const struct ferry__loader *ld, struct ferry__file *f,
 		ferry__mapped_offer(ld->mapped, f);
 	return ferry__fail_subject(rc, f->path);
 }
+
+int ferry__load_from_memory(const struct ferry__loader *ld, struct ferry__file *f,
+			    const void *src, uint64_t len, void *dst,
+			    const struct ferry__load_opts *opts)
+{
+	struct ferry__load_opts o = { .parallel = opts->parallel, .async = opts->async,
+				      .src = src };
+	struct ferry__range range = { .offset = 0, .len = len, .dst = dst };
+	return ferry__load_ranges(ld, f, &range, 1, &o);
+}

@@ -188,9 +188,7 @@ static void place_member(struct ferry_reader *r, struct slot *s, char *dst)
 	if (rc != 0)
 		return;
 	int64_t n = region_runs(s, &one, &runs);
-	rc = n < 0 ? (int)n : ferry__io_check_unchanged(s->f);
-	if (rc == 0)
-		rc = ferry__member_array(s->f, s->member, &array);
+	rc = n < 0 ? (int)n : ferry__member_array(s->f, s->member, &array);
 	for (int64_t k = 0; rc == 0 && k < n; k++)
 		memcpy(dst + runs[k].dst, array + runs[k].src, runs[k].len);
 	if (runs != &one)
@@ -260,11 +258,7 @@ static void pack_stored(struct ferry_reader *r, struct slot *s, char *dst, struc
 		memcpy(dst + runs[k].dst, into + runs[k].src, runs[k].len);
 	if (runs != &one)
 		free(runs);
-	if (rc < 0)
-		ferry__slot_fail(r, s, rc);
-	else
-		ferry__load_count_file(&s->stats, s->f);
-	ferry__slot_close(r, s);
+	finish_slot(r, s, rc);
 }
 
 int ferry__item_packs(const struct ferry_batch *b, const struct item *it)
@@ -426,9 +420,7 @@ static int big_runs(struct ferry_reader *r, struct slot *s, char *dst, const str
 	const unsigned char *array = NULL;
 	if (!s->member)
 		return read_runs(r, s, dst, runs, n, async, NULL);
-	int rc = ferry__io_check_unchanged(s->f);
-	if (rc == 0)
-		rc = ferry__member_array(s->f, s->member, &array);
+	int rc = ferry__member_array(s->f, s->member, &array);
 	return rc < 0 ? rc : read_runs(r, s, dst, runs, n, async, array);
 }
 
