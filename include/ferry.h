@@ -323,8 +323,10 @@ struct ferry_reader_config {
 	/* Every file of the dataset is an .npz archive, and its sample is the
 	 * member this key names (as numpy names it: ferry_load_member), read as
 	 * ferry_load_member reads it, CRC-32 checked (NULL: files are .npy).
-	 * The filter then defaults to "*.npz"; headers are parsed on every read
-	 * (no header cache); not with FERRY_SAMPLES_ROWS. */
+	 * The filter then defaults to "*.npz"; a stored member's header and
+	 * place in its archive are cached as a .npy's header is (no_header_cache),
+	 * a deflated member is read and inflated every epoch; not with
+	 * FERRY_SAMPLES_ROWS. */
 	const char *npz_key;
 };
 

@@ -117,8 +117,9 @@ class Reader:
     is); key (every file is an .npz archive, np.savez's or
     savez_compressed's, and its sample is the member key names, as
     np.load(path)[key] does: file_filter then defaults to '*.npz'; each
-    member's CRC-32 is checked; headers are parsed on every read; not with
-    samples='rows'). The flags take a bool, or 0 or 1.
+    member's CRC-32 is checked; a stored member's place in its archive is
+    cached like a header, a deflated one is read and inflated every epoch;
+    not with samples='rows'). The flags take a bool, or 0 or 1.
 
     Region of interest, in C-order coordinates, as DALI defines it: roi_start,
     roi_end, roi_shape (sequences of ints that fit int64) or rel_roi_start,

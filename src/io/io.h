@@ -50,10 +50,12 @@ struct ferry__io_req {
 };
 
 /* One small file read whole, by path, in a batch of them (read_files): its
- * bytes from offset 0 into dst[0..ndst) in order (a header into scratch, the
- * payload into staging). */
+ * bytes from offset into dst[0..ndst) in order (a header into scratch, the
+ * payload into staging): a .npy file from 0, an archive's member from its
+ * data. */
 struct ferry__file_read {
 	const char *path;
+	uint64_t offset;
 	struct iovec dst[2];
 	unsigned ndst;
 	size_t len;                 /* the sum of the dst lengths */

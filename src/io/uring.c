@@ -422,7 +422,7 @@ static void queue_file_read(struct io_uring *ring, struct ferry__file_read *f, u
 				    slot);
 	sqe->flags |= IOSQE_IO_HARDLINK;
 	sqe = next_sqe(ring, i, OP_READ);
-	io_uring_prep_readv(sqe, (int)slot, f->dst, f->ndst, 0);
+	io_uring_prep_readv(sqe, (int)slot, f->dst, f->ndst, f->offset);
 	sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
 	sqe = next_sqe(ring, i, OP_STATX);
 	io_uring_prep_statx(sqe, AT_FDCWD, f->path, 0, STATX_BASIC_STATS, sx);

@@ -384,8 +384,7 @@ static int apply_config(struct ferry_reader *r, const struct ferry_reader_config
 	r->pad = !!cfg->pad_last_batch;
 	r->shuffle = cfg->random_shuffle || cfg->shuffle_dataset;
 	r->shuffle_all = !!cfg->shuffle_dataset;
-	/* A member's header is parsed afresh: the cache keeps .npy headers. */
-	r->cache_on = !cfg->no_header_cache && !cfg->npz_key;
+	r->cache_on = !cfg->no_header_cache;
 	if (cfg->npz_key && !(r->key = strdup(cfg->npz_key)))
 		return ferry__fail(-ENOMEM, "out of memory copying npz_key");
 	r->on_error = cfg->on_error;

@@ -106,6 +106,12 @@ static int add_runs(struct reqs *q, struct slot *s, char *dst)
 	return rc;
 }
 
+static int header_changed(const struct slot *s)
+{
+	return ferry__fail(-FERRY_ECHANGED, "%s: changed while being read: its header is not the "
+			   "one the batch was planned from", s->f->path);
+}
+
 /* Every request got all its bytes; a cached header read back unchanged. */
 static int check_requests(struct slot *s, const struct reqs *q, const unsigned char *head)
 {
@@ -114,8 +120,7 @@ static int check_requests(struct slot *s, const struct reqs *q, const unsigned c
 			return ferry__fail(-FERRY_ETRUNCATED, "%s: file ends before byte %llu",
 					   s->f->path, (unsigned long long)(q->v[i].offset + q->v[i].len));
 	if (s->cached && memcmp(head, s->head, q->v[0].len))
-		return ferry__fail(-FERRY_ECHANGED, "%s: changed while being read: its header is "
-				   "not the one the batch was planned from", s->f->path);
+		return header_changed(s);
 	return 0;
 }
 
@@ -215,22 +220,30 @@ static char *scratch_get(struct scratch *sc, size_t len)
 }
 
 /* Reads the whole payload of s, a stored member, into host memory at into
- * (one read: the member's CRC-32 covers every byte of it), checks that the
- * archive did not change since it was opened, then the CRC-32 (these bytes
- * after the header's, which the probe parsed). Returns 0 or an error. */
+ * (one read: the member's CRC-32 covers every byte of it; with a header from
+ * the cache, the header's bytes before it in the same call, checked against
+ * the cached ones), checks that the archive did not change since it was
+ * opened, then the CRC-32 (these bytes after the header's). Returns 0 or an
+ * error. */
 static int read_stored(struct ferry_reader *r, struct slot *s, char *into)
 {
+	unsigned char head[FERRY__HEAD_MAX];
 	struct reqs q = { .v = q.stack, .cap = PACK_REQS };
 	size_t len = (size_t)s->h.data_size;
 	int rc = 0;
-	if (len) {
+	if (s->cached)
+		q.v[q.n++] = (struct ferry__io_req){ .dst = head, .len = ferry__slot_head_len(s),
+						     .offset = s->member->data_at };
+	if (len)
 		q.v[q.n++] = (struct ferry__io_req){ .dst = into, .len = len,
 						     .offset = s->h.data_offset };
+	if (q.n) {
 		rc = r->ld->io_ops->read(r->ld->io, s->f, q.v, q.n);
 		if (rc == 0)
-			rc = check_requests(s, &q, NULL); /* no cached header: members are probed */
-		s->stats.bytes_read += len;
-		s->stats.reads++;
+			rc = check_requests(s, &q, head);
+		for (unsigned i = 0; i < q.n; i++)
+			s->stats.bytes_read += q.v[i].len;
+		s->stats.reads += q.n;
 	}
 	if (rc == 0)
 		rc = ferry__io_check_unchanged(s->f);
@@ -457,6 +470,22 @@ static int copy_runs_via_scratch(struct ferry_reader *r, struct slot *s, char *d
 	return rc < 0 ? rc : sync;
 }
 
+/* A stored member whose header came from the cache: its header's bytes read
+ * back unchanged (the packed path reads them with the payload). */
+static int check_member_head(struct slot *s)
+{
+	unsigned char head[FERRY__HEAD_MAX];
+	size_t len = ferry__slot_head_len(s);
+	if (!s->cached || !s->member)
+		return 0;
+	int rc = ferry__io_read_host(s->f, head, len, s->member->data_at, NULL);
+	s->stats.bytes_read += len;
+	s->stats.reads++;
+	if (rc == 0 && memcmp(head, s->head, len))
+		rc = header_changed(s);
+	return rc;
+}
+
 /* One FETCH_BIG or FETCH_SLOW output; a BIG one returns once its copies are queued. */
 static void fetch_one(struct ferry_batch *b, struct slot *s)
 {
@@ -468,7 +497,7 @@ static void fetch_one(struct ferry_batch *b, struct slot *s)
 	if (rc != 0)
 		return;
 	int64_t n = region_runs(s, &one, &runs);
-	rc = n < 0 ? (int)n : 0;
+	rc = n < 0 ? (int)n : check_member_head(s);
 	if (rc == 0 && s->rg.padded)
 		rc = fill_output(r, s, dst);
 	if (rc == 0 && s->kind == FETCH_BIG)

@@ -3,16 +3,20 @@
  * backend with read_files (io_uring), the FETCH_PACK outputs of a run whose
  * headers came from the cache are opened, read (header into scratch, payload
  * straight into staging) and closed in the kernel, with the path's identity
- * taken right after the read. An output whose file changed since its header
- * was cached is stale (its batch is planned again); one the batch could not
- * read (not in the page cache, gone, refused) is left to the per-file path,
- * which reads it or says why not.
+ * taken right after the read. Stored .npz members too: their .npy header and
+ * payload, read from where the cache says the member's data starts, its
+ * CRC-32 checked. An output whose file changed since its header was cached
+ * is stale (its batch is planned again); one the batch could not read (not
+ * in the page cache, gone, refused, a CRC-32 that does not match) is left to
+ * the per-file path, which reads it or says why not.
  */
 #include "reader/reader.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/base.h"
 
 #define GROUP 128 /* files one read_files call takes */
 
@@ -23,11 +27,17 @@ struct group {
 	unsigned n;
 };
 
+/* Where the read of s starts: its file's first byte, or its member's. */
+static uint64_t read_start(const struct slot *s)
+{
+	return s->member ? s->member->data_at : 0;
+}
+
 /* A whole array whose header the cache gave, not yet opened. */
 static int readable_whole(const struct ferry_reader *r, const struct slot *s)
 {
 	if (!s->cached || s->f || s->stale || !ferry__slot_live(s) ||
-	    s->h.data_offset > FERRY__HEAD_MAX)
+	    s->h.data_offset - read_start(s) > FERRY__HEAD_MAX)
 		return 0;
 	for (int d = 0; d < s->rg.ndim; d++)
 		if (s->rg.start[d] != 0 || s->rg.shape[d] != s->h.shape[d])
@@ -38,11 +48,22 @@ static int readable_whole(const struct ferry_reader *r, const struct slot *s)
 static void add_read(struct group *g, const struct ferry_reader *r, struct slot *s, char *dst)
 {
 	unsigned i = g->n++;
-	size_t head = (size_t)s->h.data_offset;
+	size_t head = (size_t)(s->h.data_offset - read_start(s));
 	g->slots[i] = s;
 	g->reads[i] = (struct ferry__file_read){
-		.path = r->ds.paths[s->file], .ndst = s->nbytes ? 2 : 1,
+		.path = r->ds.paths[s->file], .offset = read_start(s), .ndst = s->nbytes ? 2 : 1,
 		.dst = { { g->heads[i], head }, { dst, s->nbytes } }, .len = head + s->nbytes };
+}
+
+/* Whether s's payload, read to dst, is what its member's CRC-32 says (a
+ * .npy file has none to check). */
+static int crc_matches(const struct slot *s, const struct ferry__file_read *fr)
+{
+	const struct ferry__member *m = s->member;
+	if (!m)
+		return 1;
+	uint32_t crc = s->nbytes ? ferry__crc32(0, fr->dst[1].iov_base, s->nbytes) : 0;
+	return ferry__crc32_combine(m->head_crc, crc, m->h.data_size) == m->crc;
 }
 
 /* What one read says about its slot: read (fetched), stale, or for the
@@ -52,12 +73,14 @@ static void settle_read(const struct ferry__file_read *fr, const unsigned char *
 {
 	if (fr->result < 0 || (size_t)fr->result != fr->len)
 		return; /* the per-file path reads it, or says why it cannot */
-	s->fetched = 1;
 	if (memcmp(&fr->id, &s->id, sizeof(s->id)) ||
-	    memcmp(head, s->head, ferry__head_len(&s->h))) {
-		s->stale = 1;
+	    memcmp(head, s->head, ferry__slot_head_len(s))) {
+		s->fetched = s->stale = 1;
 		return;
 	}
+	if (!crc_matches(s, fr))
+		return; /* the per-file path reads it again and says so */
+	s->fetched = 1;
 	s->stats.bytes_read += fr->len;
 	s->stats.reads++;
 	s->stats.files_buffered++; /* read_files never opens with O_DIRECT */

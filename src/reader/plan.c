@@ -50,6 +50,14 @@ int ferry__slot_header(struct ferry_reader *r, struct slot *s)
 	return 0;
 }
 
+size_t ferry__slot_head_len(const struct slot *s)
+{
+	if (!s->member)
+		return ferry__head_len(&s->h);
+	uint64_t len = s->h.data_offset - s->member->data_at;
+	return len < FERRY__HEAD_MAX ? (size_t)len : FERRY__HEAD_MAX;
+}
+
 int ferry__slot_live(const struct slot *s)
 {
 	return !s->skipped && !s->error;

@@ -257,9 +257,11 @@ struct ferry_reader {
 
 /* ---- headers.c ---- */
 
-/* Fills s's header from the cache when it holds file s->file (s->cached set). */
+/* Fills s's header from the cache when it holds file s->file (s->cached set;
+ * with npz_key, s->member too). */
 int ferry__headers_lookup(struct ferry_reader *r, struct slot *s);
-/* Publishes s's header (h, head, id) for its file. */
+/* Publishes s's header (h, head, id; a stored member's place) for its file,
+ * or, for a member the cache does not keep, drops the file's entry. */
 void ferry__headers_store(struct ferry_reader *r, const struct slot *s);
 /* Frees the cache. */
 void ferry__headers_free(struct ferry_reader *r);
@@ -285,6 +287,9 @@ int ferry__slot_live(const struct slot *s);
 /* Parses the header of s's open file into s->h and s->head: with npz_key,
  * the member's (s->member opened). Returns 0 or an error (not recorded). */
 int ferry__slot_header(struct ferry_reader *r, struct slot *s);
+/* How many bytes of s->head are its header's: a .npy file's first bytes, or
+ * its member's .npy header (at s->member->data_at in the archive). */
+size_t ferry__slot_head_len(const struct slot *s);
 /* Makes b's one item the ITEM_PLAN that plans it on an IO thread. Returns 0
  * or -ENOMEM. */
 int ferry__plan_later(struct ferry_batch *b);
