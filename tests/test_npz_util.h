@@ -151,22 +151,6 @@ static inline void tn_write_small(const char *dir, int n, int big_rows, const ch
 	T_EQ(rc, 0);
 }
 
-/* A context with chunks of chunk bytes on a fault device that only counts
- * (the device calls a load makes: t_fault_calls). */
-static inline ferry_ctx *tn_counting_ctx(size_t chunk, struct ferry__device **fdev)
-{
-	struct ferry_ctx_options o = { .gpu = -1, .chunk_size = chunk, .threads = 2, .direct = -1 };
-	struct ferry__device *dev;
-	ferry_ctx *ctx;
-	int rc = ferry__ctx_open_device(&o, &dev);
-	if (rc == -FERRY_ENODEVICE)
-		T_SKIP("no device: %s", ferry_last_error());
-	T_OK(rc);
-	*fdev = t_fault_device(dev);
-	T_OK(ferry__ctx_create_on(*fdev, NULL, &o, &ctx));
-	return ctx;
-}
-
 /* The expected bytes of c (malloc'd), and their count. */
 static inline void *tn_expected(const struct tn_case *c, uint64_t *nbytes)
 {

@@ -156,7 +156,7 @@ static void run_packed(const char *root)
 	unsigned nb = 0;
 	load_expected(&stacked, root, "stacked");
 	load_expected(&ragged, root, "ragged");
-	ferry_ctx *ctx = tn_counting_ctx(CHUNK, &fdev);
+	ferry_ctx *ctx = tr_counting_ctx(CHUNK, &fdev);
 	struct counts c = read_epochs(ctx, fdev, &stacked, 0, &nb);
 	check_counts("stacked", c, nb, nb);
 	T_EQ(nb, EPOCHS * NFILES / BATCH);

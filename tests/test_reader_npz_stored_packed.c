@@ -12,8 +12,10 @@
  * runs copied into staging). Ragged batches (shapes vary; every 16th member
  * is larger than a chunk, and big-endian and Fortran-order members are
  * converted: those take the loader's path, alone) stay within one copy a run
- * of small members plus the others' own, and make no synchronous copy; with
- * a region only the members that took the loader's path may stream-sync.
+ * of small members plus the others' own, and make no synchronous copy;
+ * whole, at most one event wait a batch (an unpacked member's copies and
+ * conversion are queued on the batch's ticket, not waited for); with a
+ * region only the members that took the loader's path may stream-sync.
  * Every byte of every sample is checked against np.load's, over two shuffled
  * epochs with each archive once an epoch.
  */
@@ -180,7 +182,7 @@ static void check_stacked(const char *what, struct counts c, unsigned nbatches)
 
 /* Ragged: a copy a batch and a run split by an unpacked member, plus each
  * unpacked member's chunks; stream syncs only for unpacked members with a
- * region (copied out of scratch memory). */
+ * region (copied out of scratch memory); whole, no event wait of their own. */
 static void check_ragged(const char *what, const struct dataset *d, struct counts c,
 			 unsigned nbatches, int roi)
 {
@@ -197,6 +199,9 @@ static void check_ragged(const char *what, const struct dataset *d, struct count
 	if (c.stream_syncs > (roi ? slow : 0))
 		T_FAIL("%s: %lu stream syncs, want at most %lu (the unpacked members')", what,
 		       c.stream_syncs, roi ? slow : 0);
+	if (!roi && c.waits > nbatches)
+		T_FAIL("%s: %lu event waits for %u batches: an unpacked member loaded whole waits "
+		       "on its own", what, c.waits, nbatches);
 }
 
 static void run_packed(const char *root)
@@ -207,7 +212,7 @@ static void run_packed(const char *root)
 	unsigned nb = 0;
 	load_expected(&stacked, root, "stacked");
 	load_expected(&ragged, root, "ragged");
-	ferry_ctx *ctx = tn_counting_ctx(CHUNK, &fdev);
+	ferry_ctx *ctx = tr_counting_ctx(CHUNK, &fdev);
 	struct counts c = read_epochs(ctx, fdev, &stacked, &whole, &nb);
 	check_stacked("stacked", c, nb);
 	c = read_epochs(ctx, fdev, &stacked, &rows, &nb);

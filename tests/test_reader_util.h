@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "context/context.h"
 #include "ferry.h"
 #include "helpers.h"
 #include "npy/npy.h"
@@ -26,6 +27,22 @@ static inline ferry_ctx *tr_ctx(size_t chunk_size, unsigned threads)
 	if (rc == -FERRY_ENODEVICE)
 		T_SKIP("no device: %s", ferry_last_error());
 	T_OK(rc);
+	return ctx;
+}
+
+/* A context with chunks of chunk bytes on a fault device that only counts
+ * (the device calls a load makes: t_fault_calls). */
+static inline ferry_ctx *tr_counting_ctx(size_t chunk, struct ferry__device **fdev)
+{
+	struct ferry_ctx_options o = { .gpu = -1, .chunk_size = chunk, .threads = 2, .direct = -1 };
+	struct ferry__device *dev;
+	ferry_ctx *ctx;
+	int rc = ferry__ctx_open_device(&o, &dev);
+	if (rc == -FERRY_ENODEVICE)
+		T_SKIP("no device: %s", ferry_last_error());
+	T_OK(rc);
+	*fdev = t_fault_device(dev);
+	T_OK(ferry__ctx_create_on(*fdev, NULL, &o, &ctx));
 	return ctx;
 }
 

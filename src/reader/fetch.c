@@ -448,15 +448,19 @@ static int load_whole(struct ferry_reader *r, struct slot *s, void *dst,
 
 /* Loads the whole payload (as C order) into scratch device memory and copies
  * the runs out of it: for Fortran-order and byte-swapped files, and archive
- * members (whose CRC covers the whole member). */
+ * members (whose CRC covers the whole member). A whole array goes straight
+ * into dst, returning once its copies (and conversion) are queued on async. */
 static int copy_runs_via_scratch(struct ferry_reader *r, struct slot *s, char *dst,
-				 const struct ferry__run *runs, int64_t n)
+				 const struct ferry__run *runs, int64_t n,
+				 struct ferry__ticket *async)
 {
 	struct ferry__device *dev = r->dev;
 	struct ferry__load_opts opts = { .parallel = r->ld->threads, .stats = &s->stats };
 	void *scratch;
-	if (n == 1 && runs[0].src == 0 && runs[0].dst == 0 && runs[0].len == s->h.data_size)
+	if (n == 1 && runs[0].src == 0 && runs[0].dst == 0 && runs[0].len == s->h.data_size) {
+		opts.async = async;
 		return load_whole(r, s, dst, &opts);
+	}
 	int rc = dev->ops->mem_alloc(dev, s->h.data_size ? s->h.data_size : 1, &scratch);
 	if (rc < 0)
 		return ferry__fail(rc, "reader: cannot allocate %llu bytes of scratch memory",
@@ -486,7 +490,8 @@ static int check_member_head(struct slot *s)
 	return rc;
 }
 
-/* One FETCH_BIG or FETCH_SLOW output; a BIG one returns once its copies are queued. */
+/* One FETCH_BIG or FETCH_SLOW output; a BIG one, and a SLOW one loaded whole
+ * (converted, or an archive member), return once their copies are queued. */
 static void fetch_one(struct ferry_batch *b, struct slot *s)
 {
 	struct ferry_reader *r = b->r;
@@ -504,7 +509,7 @@ static void fetch_one(struct ferry_batch *b, struct slot *s)
 		rc = big_runs(r, s, dst, runs, n, &b->tickets[lane]);
 	else if (rc == 0)
 		rc = s->h.swap || s->h.fortran_order || s->member
-			     ? copy_runs_via_scratch(r, s, dst, runs, n)
+			     ? copy_runs_via_scratch(r, s, dst, runs, n, &b->tickets[lane])
 			     : read_runs(r, s, dst, runs, n, NULL, NULL);
 	if (runs != &one)
 		free(runs);

@@ -124,7 +124,8 @@ enum fetch_kind {
 		     * staging: the loader's chunked, parallel path */
 	FETCH_SLOW, /* converted, padded around its region, or a stored .npz
 		     * member that does not pack: loaded whole (its CRC-32
-		     * checked) and waited for, its region copied on the device */
+		     * checked); a whole array queued on the batch's ticket, a
+		     * region loaded into scratch, waited for and copied out */
 };
 
 /* One sample of a batch while it loads. */
