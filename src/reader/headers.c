@@ -20,7 +20,7 @@ struct header_entry {
 	int has_member;
 	struct ferry__member member; /* with npz_key: a stored member, no buffers */
 	struct header_entry *retired_next;
-	unsigned char head[]; /* the header's first ferry__head_len(&h) bytes */
+	unsigned char head[]; /* the header's first ferry__slot_head_len bytes */
 };
 
 /* s's member from e's (s keeps it until the fetch closes the slot). */
