@@ -287,14 +287,15 @@ uint64_t ferry__item_span(const struct ferry_batch *b, const struct item *it)
 	return last->offset + last->nbytes - first->offset;
 }
 
-/* Outputs k, k + 1, ... of item it that are the same file, from the cache
- * (consecutive rows), up to cap; returns how many (at least 1). */
+/* Outputs k, k + 1, ... of item it that are the same .npy file, from the
+ * cache (consecutive rows), up to cap; returns how many (at least 1). */
 static unsigned same_file_run(struct ferry_batch *b, const struct item *it, unsigned k,
 			      struct slot **ss, unsigned cap)
 {
 	unsigned n = 1;
 	ss[0] = &b->slots[b->out[it->first + k]];
-	while (n < cap && k + n < it->count && ss[0]->cached && !ss[0]->f && !ss[0]->fetched) {
+	while (n < cap && k + n < it->count && ss[0]->cached && !ss[0]->member && !ss[0]->f &&
+	       !ss[0]->fetched) {
 		struct slot *s = &b->slots[b->out[it->first + k + n]];
 		if (s->file != ss[0]->file || s->fetched || s->f || !s->cached)
 			break;
