@@ -1,8 +1,9 @@
 /*
- * Converted samples do not stop the pipeline: a big-endian or Fortran-order
- * file the reader outputs whole is loaded with its conversion queued on the
- * batch's ticket (on the device where it converts, as ferry_load_async
- * does), never waited for on its own. 48 float32 files (C and Fortran
+ * Converted samples do not stop the pipeline: a Fortran-order file (or a
+ * big-endian one too large to pack; small ones are swapped in staging) the
+ * reader outputs whole is loaded with its conversion queued on the batch's
+ * ticket (on the device where it converts, as ferry_load_async does), never
+ * waited for on its own. 48 float32 files (C and Fortran
  * order, little- and big-endian, shapes varying, every 8th one larger than
  * the 16 KiB chunk), read as batches of 8 over two shuffled epochs on a fault device
  * that only counts: no synchronous copy, no stream sync, and at most one
@@ -70,7 +71,8 @@ int main(void)
 		snprintf(name, sizeof(name), "f%03d.npy", i);
 		tr_write_npy(tr_path(dir, name), f.dtype, f.byteorder, f.fortran, 2, f.shape,
 			     (uint32_t)i);
-		converted += f.byteorder == '>' || f.fortran;
+		converted += f.fortran || (f.byteorder == '>' &&
+					   (size_t)(f.shape[0] * f.shape[1] * 4) > CHUNK);
 	}
 	struct ferry_reader_config cfg = { .root = dir, .batch_size = BATCH, .epochs = EPOCHS,
 					   .random_shuffle = 1, .seed = 11, .num_shards = 1 };

@@ -10,8 +10,9 @@
  * sync, and at most one event wait a batch, whole or with a region of
  * interest (whose member is read whole, for its CRC, and only the region's
  * runs copied into staging). Ragged batches (shapes vary; every 16th member
- * is larger than a chunk, and big-endian and Fortran-order members are
- * converted: those take the loader's path, alone) stay within one copy a run
+ * is larger than a chunk and Fortran-order members are transposed: those
+ * take the loader's path, alone; big-endian ones are packed and swapped in
+ * staging) stay within one copy a run
  * of small members plus the others' own, and make no synchronous copy;
  * whole, at most one event wait a batch (an unpacked member's copies and
  * conversion are queued on the batch's ticket, not waited for); with a
@@ -58,8 +59,8 @@ static void load_expected(struct dataset *d, const char *root, const char *sub)
 }
 
 /* Archive i's member x, as npz_small.py writes it: its columns, and whether
- * the reader takes the loader's path for it (larger than a chunk, or
- * converted) rather than packing it. */
+ * the reader takes the loader's path for it (larger than a chunk, or Fortran
+ * order) rather than packing it. */
 static int64_t columns(const struct dataset *d, int i)
 {
 	return !d->ragged ? 8 : i % 16 == 5 ? 64 : 3 + i % 4;
@@ -67,7 +68,7 @@ static int64_t columns(const struct dataset *d, int i)
 
 static int unpacked(const struct dataset *d, int i)
 {
-	return d->ragged && (i % 16 == 5 || i % 3 == 1 || i % 5 == 2);
+	return d->ragged && (i % 16 == 5 || i % 5 == 2);
 }
 
 

@@ -124,9 +124,17 @@ static int check_requests(struct slot *s, const struct reqs *q, const unsigned c
 	return 0;
 }
 
+void ferry__swap_output(const struct slot *s, void *dst)
+{
+	if (s->h.swap)
+		ferry__byteswap(dst, s->nbytes / s->h.itemsize, s->h.itemsize,
+				s->h.dtype == FERRY_COMPLEX64 || s->h.dtype == FERRY_COMPLEX128);
+}
+
 /* Outputs ss[0..n) of one file (rows of it, or the file) into host staging at
  * dsts[]: one open, one read call (with the cached header checked), one
- * close. A failure is every one's: they are the same file. */
+ * close, then a big-endian file's bytes swapped. A failure is every one's:
+ * they are the same file. */
 static void read_packed(struct ferry_reader *r, struct slot **ss, char **dsts, unsigned n)
 {
 	unsigned char head[FERRY__HEAD_MAX];
@@ -152,8 +160,11 @@ static void read_packed(struct ferry_reader *r, struct slot **ss, char **dsts, u
 	s->stats.reads += q.n;
 	if (rc == 0)
 		ferry__load_count_file(&s->stats, s->f);
-	for (unsigned i = 0; rc < 0 && i < n; i++)
-		ferry__slot_fail(r, ss[i], rc);
+	for (unsigned i = 0; i < n; i++)
+		if (rc < 0)
+			ferry__slot_fail(r, ss[i], rc);
+		else
+			ferry__swap_output(ss[i], dsts[i]);
 out:
 	if (q.v != q.stack)
 		free(q.v);
@@ -256,7 +267,7 @@ static int read_stored(struct ferry_reader *r, struct slot *s, char *into)
  * staging at dst, checked before the pack's copy is queued: the whole array
  * read straight into dst and its CRC-32 computed there; with a region, the
  * whole payload read into scratch, checked there, and the region's runs
- * copied to dst. No copy or wait of its own. */
+ * copied to dst; a big-endian one then swapped. No copy or wait of its own. */
 static void pack_stored(struct ferry_reader *r, struct slot *s, char *dst, struct scratch *sc)
 {
 	struct ferry__run one, *runs = NULL;
@@ -269,6 +280,8 @@ static void pack_stored(struct ferry_reader *r, struct slot *s, char *dst, struc
 	rc = !into ? -ENOMEM : n < 0 ? (int)n : read_stored(r, s, into);
 	for (int64_t k = 0; rc == 0 && k < n; k++)
 		memcpy(dst + runs[k].dst, into + runs[k].src, runs[k].len);
+	if (rc == 0)
+		ferry__swap_output(s, dst);
 	if (runs != &one)
 		free(runs);
 	finish_slot(r, s, rc);

@@ -80,6 +80,7 @@ static void settle_read(const struct ferry__file_read *fr, const unsigned char *
 	}
 	if (!crc_matches(s, fr))
 		return; /* the per-file path reads it again and says so */
+	ferry__swap_output(s, fr->dst[1].iov_base);
 	s->fetched = 1;
 	s->stats.bytes_read += fr->len;
 	s->stats.reads++;

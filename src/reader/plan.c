@@ -271,10 +271,17 @@ static int lay_out(struct ferry_batch *b)
 	return reserve_memory(b, total);
 }
 
-/* Whether s's array lies in its file in another order than C order, native byte order. */
-static int needs_conversion(const struct slot *s)
+/* Whether s's array lies in its file in another order than C order. */
+static int needs_transpose(const struct slot *s)
 {
-	return s->h.swap || (s->h.fortran_order && s->h.ndim > 1);
+	return s->h.fortran_order && s->h.ndim > 1;
+}
+
+/* Whether s is read raw and converted elsewhere: a transpose, or a byte swap
+ * too large to pack (a packed output is swapped by the CPU in staging). */
+static int converted_apart(const struct ferry_reader *r, const struct slot *s, uint64_t packed)
+{
+	return needs_transpose(s) || (s->h.swap && (!r->packable || packed > r->chunk));
 }
 
 /*
@@ -283,8 +290,9 @@ static int needs_conversion(const struct slot *s)
  * packed with others when it fits a chunk, else chunked; read in no staging
  * buffer, so O_DIRECT does not matter. A stored one is packed as a small
  * file is when its whole payload fits a chunk (its CRC-32 covers every byte,
- * so the fetch reads all of it, region or not) and it needs no conversion;
- * larger or converted ones take the loader's path, checked as they pass.
+ * so the fetch reads all of it, region or not) and it needs no transpose
+ * (big-endian ones are swapped in staging); larger or transposed ones take
+ * the loader's path, checked as they pass.
  * Padded outputs (filled first) and device staging are FETCH_SLOW.
  */
 static enum fetch_kind member_kind(const struct ferry_reader *r, const struct slot *s)
@@ -293,16 +301,19 @@ static enum fetch_kind member_kind(const struct ferry_reader *r, const struct sl
 		return FETCH_SLOW;
 	if (s->member->inflated)
 		return s->nbytes > r->chunk ? FETCH_BIG : FETCH_PACK;
-	if (!r->packable || needs_conversion(s) || s->h.data_size > r->chunk)
+	if (!r->packable || converted_apart(r, s, s->h.data_size) || s->h.data_size > r->chunk)
 		return FETCH_SLOW;
 	return FETCH_PACK;
 }
 
+/* A small big-endian output packs like the others (its region's runs are C
+ * order's) and the CPU swaps it in staging: rows of a big-endian file read
+ * only their bytes. */
 static enum fetch_kind kind_of(const struct ferry_reader *r, const struct slot *s)
 {
 	if (s->member)
 		return member_kind(r, s);
-	if (s->rg.padded || needs_conversion(s))
+	if (s->rg.padded || converted_apart(r, s, s->nbytes))
 		return FETCH_SLOW;
 	if (!r->packable || s->nbytes > r->chunk)
 		return FETCH_BIG;

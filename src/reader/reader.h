@@ -119,10 +119,12 @@ enum batch_state { BATCH_FREE, BATCH_LOADING, BATCH_READY, BATCH_HELD };
 
 /* How a sample is fetched. */
 enum fetch_kind {
-	FETCH_PACK, /* read with others into one staging buffer: one copy for all */
+	FETCH_PACK, /* read with others into one staging buffer: one copy for all
+		     * (big-endian ones swapped there by the CPU) */
 	FETCH_BIG,  /* larger than a chunk, or read with O_DIRECT or into device
 		     * staging: the loader's chunked, parallel path */
-	FETCH_SLOW, /* converted, padded around its region, or a stored .npz
+	FETCH_SLOW, /* transposed, swapped and larger than a chunk, padded
+		     * around its region, or a stored .npz
 		     * member that does not pack: loaded whole (its CRC-32
 		     * checked); a whole array queued on the batch's ticket, a
 		     * region loaded into scratch, waited for and copied out */
@@ -326,6 +328,9 @@ int ferry__wait_copies(struct ferry_batch *b);
  * the per-file path. */
 void ferry__fetch_whole_files(struct ferry_batch *const *bs, const struct item *items,
 			      unsigned n, char *buf, const size_t *base);
+/* Swaps the output of s, a big-endian FETCH_PACK one read raw into host
+ * staging at dst, into native byte order (nothing for any other). */
+void ferry__swap_output(const struct slot *s, void *dst);
 /* Whether item it of b is a run of FETCH_PACK outputs, and the bytes its rows span. */
 int ferry__item_packs(const struct ferry_batch *b, const struct item *it);
 uint64_t ferry__item_span(const struct ferry_batch *b, const struct item *it);

@@ -1,0 +1,157 @@
+/*
+ * Small big-endian outputs pack like native ones: their region's runs are
+ * read raw into the batch's staging buffer and the CPU swaps them there
+ * before the buffer's copy is queued, so a row of a big-endian file reads
+ * only its bytes (before: the whole file, converted on the device, for every
+ * row). For items of 2, 4, 8 and 16 bytes (int16, float32, float64,
+ * complex128: its two halves swapped apart), 12 big-endian C-order files of
+ * [4..6, 6] each, read whole, with a region of interest and as rows, two
+ * shuffled epochs: every byte of every sample against the reference slicer;
+ * on a fault device that only counts, no conversion on the device, no
+ * stream sync, no synchronous copy and at most one event wait a batch; and
+ * as rows, no more bytes read than delivered plus a page a file.
+ */
+#include "test_reader_util.h"
+
+#define NFILES 12
+#define COLS 6
+#define EPOCHS 2
+#define CHUNK ((size_t)64 << 10)
+
+static const enum ferry_dtype dtypes[] = { FERRY_INT16, FERRY_FLOAT32, FERRY_FLOAT64,
+					   FERRY_COMPLEX128 };
+
+enum mode { WHOLE, REGION, ROWS };
+static const char *const mode_names[] = { "whole", "region", "rows" };
+
+static int64_t rows_of(int i)
+{
+	return 4 + i % 3;
+}
+
+static void write_files(const char *dir, enum ferry_dtype dtype)
+{
+	for (int i = 0; i < NFILES; i++) {
+		int64_t shape[2] = { rows_of(i), COLS };
+		char name[32];
+		snprintf(name, sizeof(name), "f%03d.npy", i);
+		tr_write_npy(tr_path(dir, name), dtype, '>', 0, 2, shape, (uint32_t)(100 + i));
+	}
+}
+
+/* Sample s (of mode m; row: its row, or -1) against the reference, read back
+ * through the wrapped device, uncounted. */
+static void check_sample(struct ferry__device *fdev, const struct ferry_sample *s,
+			 enum ferry_dtype dtype, enum mode m, int64_t row)
+{
+	int i = tr_file_index(s->path);
+	T_ASSERT(i >= 0 && i < NFILES);
+	size_t isz = ferry_dtype_size(dtype);
+	int64_t src[2] = { rows_of(i), COLS };
+	int64_t start[2] = { 0, 0 }, shape[2] = { src[0], COLS };
+	if (m == REGION) {
+		start[0] = 1, start[1] = 2, shape[0] = 3, shape[1] = 3;
+	} else if (m == ROWS) {
+		start[0] = row, shape[0] = 1;
+	}
+	if (dtype == FERRY_COMPLEX128) { /* numpy swaps each float64 half: a [.., 2n] float64 */
+		isz = 8;
+		src[1] *= 2, start[1] *= 2, shape[1] *= 2;
+	}
+	unsigned char fill[16] = { 0 }, *got;
+	uint64_t nbytes;
+	unsigned char *want = tr_reference((uint32_t)(100 + i), isz, 1, 0, 2, src, start, shape,
+					   fill, &nbytes);
+	if (s->nbytes != nbytes || s->dtype != dtype)
+		T_FAIL("%s: %s: %llu bytes of %s, want %llu of %s", mode_names[m], s->path,
+		       (unsigned long long)s->nbytes, ferry_dtype_name(s->dtype),
+		       (unsigned long long)nbytes, ferry_dtype_name(dtype));
+	T_ASSERT(got = malloc(nbytes));
+	struct ferry__device *inner = t_fault_inner(fdev);
+	T_OK(inner->ops->copy_sync(inner, got, s->data, nbytes, FERRY__D2H));
+	int differ = memcmp(got, want, nbytes) != 0;
+	for (uint64_t k = 0; differ && k < nbytes; k++)
+		if (got[k] != want[k])
+			T_FAIL("%s, %s: %s: byte %llu is 0x%02x, want 0x%02x", ferry_dtype_name(dtype),
+			       mode_names[m], s->path, (unsigned long long)k, got[k], want[k]);
+	free(got);
+	free(want);
+}
+
+static void run(ferry_ctx *ctx, struct ferry__device *fdev, const char *dir,
+		enum ferry_dtype dtype, enum mode m)
+{
+	int64_t start[2] = { 1, 2 }, shape[2] = { 3, 3 };
+	struct ferry_reader_config cfg = { .root = dir, .batch_size = 4, .epochs = EPOCHS,
+					   .random_shuffle = 1, .seed = 2, .num_shards = 1 };
+	if (m == REGION) {
+		cfg.roi_nvals = 2;
+		cfg.roi_start = start;
+		cfg.roi_shape = shape;
+	}
+	if (m == ROWS) {
+		cfg.samples = FERRY_SAMPLES_ROWS;
+		cfg.batch_size = 8;
+	}
+	unsigned long conv = t_fault_calls(fdev, T_FAULT_CONVERT);
+	unsigned long syncs = t_fault_calls(fdev, T_FAULT_STREAM_SYNC);
+	unsigned long copy_syncs = t_fault_calls(fdev, T_FAULT_COPY_SYNC);
+	unsigned long waits = t_fault_calls(fdev, T_FAULT_EVENT_SYNC);
+	unsigned batches = 0, samples = 0;
+	struct ferry_reader_stats st;
+	ferry_reader *r;
+	ferry_batch *b;
+	int rc;
+	T_OK(ferry_reader_open(ctx, &cfg, &r));
+	while ((rc = ferry_reader_next(r, &b)) == 0) {
+		for (size_t k = 0; k < ferry_batch_size(b); k++) {
+			struct ferry_sample s;
+			T_OK(ferry_batch_sample(b, k, &s));
+			check_sample(fdev, &s, dtype, m, s.row);
+			samples++;
+		}
+		ferry_batch_release(b);
+		batches++;
+	}
+	if (rc != -FERRY_EEND)
+		T_FAIL("%s (%s)", ferry_strerror(rc), ferry_last_error());
+	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
+	T_OK(ferry_reader_close(r));
+	conv = t_fault_calls(fdev, T_FAULT_CONVERT) - conv;
+	syncs = t_fault_calls(fdev, T_FAULT_STREAM_SYNC) - syncs;
+	copy_syncs = t_fault_calls(fdev, T_FAULT_COPY_SYNC) - copy_syncs;
+	waits = t_fault_calls(fdev, T_FAULT_EVENT_SYNC) - waits;
+	printf("%s, %s: %u batches, %u samples, %llu bytes read for %llu delivered; %lu "
+	       "conversions on the device, %lu stream syncs, %lu synchronous copies, %lu event "
+	       "waits\n", ferry_dtype_name(dtype), mode_names[m], batches, samples,
+	       (unsigned long long)st.bytes_read, (unsigned long long)st.bytes_delivered, conv,
+	       syncs, copy_syncs, waits);
+	if (conv || syncs || copy_syncs || waits > batches)
+		T_FAIL("%s, %s: %lu conversions, %lu stream syncs, %lu synchronous copies and %lu "
+		       "event waits for %u batches, want none, none, none and at most %u",
+		       ferry_dtype_name(dtype), mode_names[m], conv, syncs, copy_syncs, waits,
+		       batches, batches);
+	if (m == ROWS && st.bytes_read > st.bytes_delivered + (uint64_t)EPOCHS * NFILES * 4096)
+		T_FAIL("%s, rows: %llu bytes read for %llu delivered", ferry_dtype_name(dtype),
+		       (unsigned long long)st.bytes_read, (unsigned long long)st.bytes_delivered);
+}
+
+int main(void)
+{
+	char *root = strdup(t_tmpdir());
+	struct ferry__device *fdev;
+	unsetenv("FERRY_ODIRECT");
+	ferry_ctx *ctx = tr_counting_ctx(CHUNK, &fdev);
+	for (size_t d = 0; d < sizeof(dtypes) / sizeof(dtypes[0]); d++) {
+		char dir[1100];
+		snprintf(dir, sizeof(dir), "%s/%s", root, ferry_dtype_name(dtypes[d]));
+		T_ASSERT(mkdir(dir, 0755) == 0);
+		write_files(dir, dtypes[d]);
+		for (int m = WHOLE; m <= ROWS; m++)
+			run(ctx, fdev, dir, dtypes[d], (enum mode)m);
+	}
+	T_OK(ferry_ctx_destroy(ctx));
+	t_rmtree(root);
+	free(root);
+	return T_EXIT_PASS;
+}
