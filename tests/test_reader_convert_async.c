@@ -1,11 +1,11 @@
 /*
- * Converted samples do not stop the pipeline: a Fortran-order file (or a
- * big-endian one too large to pack; small ones are swapped in staging) the
- * reader outputs whole is loaded with its conversion queued on the batch's
- * ticket (on the device where it converts, as ferry_load_async does), never
- * waited for on its own. 48 float32 files (C and Fortran
- * order, little- and big-endian, shapes varying, every 8th one larger than
- * the 16 KiB chunk), read as batches of 8 over two shuffled epochs on a fault device
+ * Converted samples do not stop the pipeline: a big-endian or Fortran-order
+ * file the reader outputs whole, too large for the CPU to convert in staging
+ * (over 64 KiB; smaller ones are: test_reader_convert_packed), is loaded
+ * with its conversion queued on the batch's ticket (on the device where it
+ * converts, as ferry_load_async does), never waited for on its own. 48
+ * float32 files of about 80 KiB (C and Fortran order, little- and
+ * big-endian, shapes varying, all larger than the 16 KiB chunk), read as batches of 8 over two shuffled epochs on a fault device
  * that only counts: no synchronous copy, no stream sync, and at most one
  * event wait a batch (the batch's own: before, a wait a converted file).
  * Every byte of every sample is checked against the reference slicer.
@@ -26,9 +26,8 @@ struct file {
 
 static struct file file_of(int i)
 {
-	struct file f = { FERRY_FLOAT32, i % 4 < 2 ? '>' : '<', i % 2, { 3 + i % 5, 7 + i % 3 } };
-	if (i % 8 == 5)
-		f.shape[0] = 200; /* [200, 7+] float32: over a chunk */
+	struct file f = { FERRY_FLOAT32, i % 4 < 2 ? '>' : '<', i % 2,
+			  { 64 + i % 5, 300 + i % 3 } };
 	return f;
 }
 
@@ -71,8 +70,7 @@ int main(void)
 		snprintf(name, sizeof(name), "f%03d.npy", i);
 		tr_write_npy(tr_path(dir, name), f.dtype, f.byteorder, f.fortran, 2, f.shape,
 			     (uint32_t)i);
-		converted += f.fortran || (f.byteorder == '>' &&
-					   (size_t)(f.shape[0] * f.shape[1] * 4) > CHUNK);
+		converted += f.fortran || f.byteorder == '>';
 	}
 	struct ferry_reader_config cfg = { .root = dir, .batch_size = BATCH, .epochs = EPOCHS,
 					   .random_shuffle = 1, .seed = 11, .num_shards = 1 };

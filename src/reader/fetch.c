@@ -46,25 +46,51 @@ static int open_slot(struct ferry_reader *r, struct slot *s)
 	return 1;
 }
 
-/* Whether s's region is its whole array. */
-static int region_is_whole(const struct slot *s)
-{
-	for (int d = 0; d < s->rg.ndim; d++)
-		if (s->rg.start[d] != 0 || s->rg.shape[d] != s->h.shape[d])
-			return 0;
-	return 1;
-}
-
 /* The runs of s's region in its C-order payload (one for a whole array).
  * Returns their number (*runs malloc'd unless it is one) or an error. */
 static int64_t region_runs(struct slot *s, struct ferry__run *one, struct ferry__run **runs)
 {
 	*runs = one;
-	if (region_is_whole(s)) {
+	if (ferry__slot_whole(s)) {
 		*one = (struct ferry__run){ 0, 0, s->nbytes };
 		return s->nbytes ? 1 : 0;
 	}
 	return ferry__region_runs(&s->rg, s->h.shape, s->h.itemsize, runs);
+}
+
+/* Whether s's array lies in Fortran order: its region's bytes then lie in the
+ * file as the C order of the reversed axes. */
+static int fortran(const struct slot *s)
+{
+	return s->h.fortran_order && s->h.ndim > 1;
+}
+
+/* Whether a packed output of s, read in the file's order, must be transposed
+ * into C order: a Fortran-order region of more than one axis longer than 1. */
+static int transposes(const struct slot *s)
+{
+	int long_axes = 0;
+	for (int d = 0; fortran(s) && d < s->rg.ndim; d++)
+		long_axes += s->rg.shape[d] > 1;
+	return long_axes > 1;
+}
+
+/* The runs of s's region as its file lays them out: region_runs for C order;
+ * for Fortran order those of the reversed region in the reversed shape (the
+ * file's C order), whose bytes lie in the Fortran order of the region. */
+static int64_t file_runs(struct slot *s, struct ferry__run *one, struct ferry__run **runs)
+{
+	struct ferry__region rev = { .ndim = s->rg.ndim, .count = s->rg.count };
+	int64_t shape[FERRY_MAX_DIMS];
+	if (!fortran(s))
+		return region_runs(s, one, runs);
+	for (int d = 0; d < rev.ndim; d++) {
+		rev.start[d] = s->rg.start[rev.ndim - 1 - d];
+		rev.shape[d] = s->rg.shape[rev.ndim - 1 - d];
+		shape[d] = s->h.shape[rev.ndim - 1 - d];
+	}
+	*runs = NULL;
+	return ferry__region_runs(&rev, shape, s->h.itemsize, runs);
 }
 
 /* The read requests of one file's outputs, growing past a stack array. */
@@ -96,12 +122,12 @@ static int push_req(struct reqs *q, struct ferry__io_req req)
 static int add_runs(struct reqs *q, struct slot *s, char *dst)
 {
 	struct ferry__run one, *runs;
-	int64_t nruns = region_runs(s, &one, &runs);
+	int64_t nruns = file_runs(s, &one, &runs);
 	int rc = nruns < 0 ? (int)nruns : 0;
 	for (int64_t k = 0; rc == 0 && k < nruns; k++)
 		rc = push_req(q, (struct ferry__io_req){ .dst = dst + runs[k].dst, .len = runs[k].len,
 							 .offset = s->h.data_offset + runs[k].src });
-	if (runs != &one)
+	if (runs && runs != &one)
 		free(runs);
 	return rc;
 }
@@ -131,24 +157,51 @@ void ferry__swap_output(const struct slot *s, void *dst)
 				s->h.dtype == FERRY_COMPLEX64 || s->h.dtype == FERRY_COMPLEX128);
 }
 
+/* Where the reads of outputs ss[0..n) land: their places in staging, but a
+ * transposed one's in raw (malloc'd here, NULL when none is). */
+static int read_places(struct slot **ss, char **dsts, unsigned n, char **into, char **raw)
+{
+	size_t len = 0;
+	for (unsigned i = 0; i < n; i++)
+		len += transposes(ss[i]) ? (size_t)ss[i]->nbytes : 0;
+	*raw = NULL;
+	if (len && !(*raw = malloc(len)))
+		return ferry__fail(-ENOMEM, "reader: out of memory for %zu bytes to transpose", len);
+	for (unsigned i = 0, at = 0; i < n; i++) {
+		into[i] = transposes(ss[i]) ? *raw + at : dsts[i];
+		at += transposes(ss[i]) ? (unsigned)ss[i]->nbytes : 0;
+	}
+	return 0;
+}
+
+/* Output s, read raw at into, into C order and native byte order at dst. */
+static void convert_packed(const struct slot *s, char *dst, const char *into)
+{
+	if (into != dst)
+		ferry__fortran_to_c(dst, into, s->rg.ndim, s->rg.shape, s->h.itemsize);
+	ferry__swap_output(s, dst);
+}
+
 /* Outputs ss[0..n) of one file (rows of it, or the file) into host staging at
  * dsts[]: one open, one read call (with the cached header checked), one
- * close, then a big-endian file's bytes swapped. A failure is every one's:
- * they are the same file. */
+ * close, then a big-endian or Fortran-order file's bytes converted there.
+ * A failure is every one's: they are the same file. */
 static void read_packed(struct ferry_reader *r, struct slot **ss, char **dsts, unsigned n)
 {
 	unsigned char head[FERRY__HEAD_MAX];
 	struct reqs q = { .v = q.stack, .cap = PACK_REQS };
 	struct slot *s = ss[0];
+	char *into[PACK_REQS], *raw = NULL;
 	int rc = open_slot(r, s);
 	for (unsigned i = 1; i < n; i++)
 		ss[i]->stale = s->stale;
 	if (rc != 0)
 		goto out;
-	if (s->cached)
+	rc = read_places(ss, dsts, n, into, &raw);
+	if (rc == 0 && s->cached)
 		rc = push_req(&q, (struct ferry__io_req){ .dst = head, .len = ferry__head_len(&s->h) });
 	for (unsigned i = 0; rc == 0 && i < n; i++)
-		rc = add_runs(&q, ss[i], dsts[i]);
+		rc = add_runs(&q, ss[i], into[i]);
 	if (rc == 0 && q.n)
 		rc = r->ld->io_ops->read(r->ld->io, s->f, q.v, q.n);
 	if (rc == 0)
@@ -164,8 +217,9 @@ static void read_packed(struct ferry_reader *r, struct slot **ss, char **dsts, u
 		if (rc < 0)
 			ferry__slot_fail(r, ss[i], rc);
 		else
-			ferry__swap_output(ss[i], dsts[i]);
+			convert_packed(ss[i], dsts[i], into[i]);
 out:
+	free(raw);
 	if (q.v != q.stack)
 		free(q.v);
 	ferry__slot_close(r, s);
@@ -274,7 +328,7 @@ static void pack_stored(struct ferry_reader *r, struct slot *s, char *dst, struc
 	int rc = open_slot(r, s);
 	if (rc != 0)
 		return;
-	int whole = region_is_whole(s);
+	int whole = ferry__slot_whole(s);
 	char *into = whole ? dst : scratch_get(sc, (size_t)s->h.data_size + 1);
 	int64_t n = whole ? 0 : region_runs(s, &one, &runs);
 	rc = !into ? -ENOMEM : n < 0 ? (int)n : read_stored(r, s, into);

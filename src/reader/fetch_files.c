@@ -37,12 +37,10 @@ static uint64_t read_start(const struct slot *s)
 static int readable_whole(const struct ferry_reader *r, const struct slot *s)
 {
 	if (!s->cached || s->f || s->stale || !ferry__slot_live(s) ||
-	    s->h.data_offset - read_start(s) > FERRY__HEAD_MAX)
-		return 0;
-	for (int d = 0; d < s->rg.ndim; d++)
-		if (s->rg.start[d] != 0 || s->rg.shape[d] != s->h.shape[d])
-			return 0;
-	return 1;
+	    s->h.data_offset - read_start(s) > FERRY__HEAD_MAX ||
+	    (s->h.fortran_order && s->h.ndim > 1))
+		return 0; /* a Fortran-order file is transposed as read_packed reads it */
+	return ferry__slot_whole(s);
 }
 
 static void add_read(struct group *g, const struct ferry_reader *r, struct slot *s, char *dst)

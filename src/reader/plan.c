@@ -58,6 +58,14 @@ size_t ferry__slot_head_len(const struct slot *s)
 	return len < FERRY__HEAD_MAX ? (size_t)len : FERRY__HEAD_MAX;
 }
 
+int ferry__slot_whole(const struct slot *s)
+{
+	for (int d = 0; d < s->rg.ndim; d++)
+		if (s->rg.start[d] != 0 || s->rg.shape[d] != s->h.shape[d])
+			return 0;
+	return 1;
+}
+
 int ferry__slot_live(const struct slot *s)
 {
 	return !s->skipped && !s->error;
@@ -277,11 +285,43 @@ static int needs_transpose(const struct slot *s)
 	return s->h.fortran_order && s->h.ndim > 1;
 }
 
-/* Whether s is read raw and converted elsewhere: a transpose, or a byte swap
- * too large to pack (a packed output is swapped by the CPU in staging). */
+/* A packed Fortran-order output is read as the runs its region makes in the
+ * file (a row of an [N, C] array: C runs of one element, a column apart);
+ * past this many, the whole array is loaded and transposed on the device. */
+#define FORTRAN_RUNS_MAX 1024
+
+/* How many runs s's region makes in a Fortran-order file: axis 0 is the
+ * innermost there, so a run grows over the leading axes the region covers
+ * whole, and one more. */
+static uint64_t fortran_runs(const struct slot *s)
+{
+	uint64_t run = 1;
+	for (int d = 0; d < s->rg.ndim; d++) {
+		run *= (uint64_t)s->rg.shape[d];
+		if (s->rg.shape[d] != s->h.shape[d])
+			break;
+	}
+	return run ? s->rg.count / run : 0;
+}
+
+/* Whole arrays the CPU converts in staging; larger ones are the device's
+ * kernels' (a GPU's costs the CPU a launch, the CPU's a pass over the bytes). */
+#define CONVERT_IN_STAGING_MAX ((uint64_t)64 << 10)
+
+/*
+ * Whether s is read raw and converted on the device, rather than packed and
+ * converted by the CPU in staging (a byte swap, a transpose of a few runs).
+ * A region or row packs whenever it fits, since the device's path loads the
+ * whole array for it; a whole array only while it is small.
+ */
 static int converted_apart(const struct ferry_reader *r, const struct slot *s, uint64_t packed)
 {
-	return needs_transpose(s) || (s->h.swap && (!r->packable || packed > r->chunk));
+	if (!s->h.swap && !needs_transpose(s))
+		return 0;
+	if (!r->packable || packed > r->chunk ||
+	    (needs_transpose(s) && fortran_runs(s) > FORTRAN_RUNS_MAX))
+		return 1;
+	return ferry__slot_whole(s) && packed > CONVERT_IN_STAGING_MAX;
 }
 
 /*
@@ -301,14 +341,15 @@ static enum fetch_kind member_kind(const struct ferry_reader *r, const struct sl
 		return FETCH_SLOW;
 	if (s->member->inflated)
 		return s->nbytes > r->chunk ? FETCH_BIG : FETCH_PACK;
-	if (!r->packable || converted_apart(r, s, s->h.data_size) || s->h.data_size > r->chunk)
+	if (!r->packable || needs_transpose(s) || converted_apart(r, s, s->h.data_size) ||
+	    s->h.data_size > r->chunk)
 		return FETCH_SLOW;
 	return FETCH_PACK;
 }
 
-/* A small big-endian output packs like the others (its region's runs are C
- * order's) and the CPU swaps it in staging: rows of a big-endian file read
- * only their bytes. */
+/* A small big-endian or Fortran-order output packs like the others: its
+ * region's runs are read into staging and the CPU swaps or transposes them
+ * there, so a row of such a file reads only its bytes. */
 static enum fetch_kind kind_of(const struct ferry_reader *r, const struct slot *s)
 {
 	if (s->member)

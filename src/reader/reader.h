@@ -287,6 +287,8 @@ const int64_t *ferry__slot_shape(const struct slot *s, int *ndim);
 int ferry__slot_fail(struct ferry_reader *r, struct slot *s, int err);
 void ferry__slot_close(struct ferry_reader *r, struct slot *s);
 int ferry__slot_live(const struct slot *s);
+/* Whether s's region is its whole array. */
+int ferry__slot_whole(const struct slot *s);
 /* Parses the header of s's open file into s->h and s->head: with npz_key,
  * the member's (s->member opened). Returns 0 or an error (not recorded). */
 int ferry__slot_header(struct ferry_reader *r, struct slot *s);

@@ -1,15 +1,17 @@
 /*
- * Small big-endian outputs pack like native ones: their region's runs are
- * read raw into the batch's staging buffer and the CPU swaps them there
- * before the buffer's copy is queued, so a row of a big-endian file reads
- * only its bytes (before: the whole file, converted on the device, for every
- * row). For items of 2, 4, 8 and 16 bytes (int16, float32, float64,
- * complex128: its two halves swapped apart), 12 big-endian C-order files of
- * [4..6, 6] each, read whole, with a region of interest and as rows, two
- * shuffled epochs: every byte of every sample against the reference slicer;
- * on a fault device that only counts, no conversion on the device, no
- * stream sync, no synchronous copy and at most one event wait a batch; and
- * as rows, no more bytes read than delivered plus a page a file.
+ * Small big-endian and Fortran-order outputs pack like native C-order ones:
+ * the runs their region makes in the file are read raw into the batch's
+ * staging buffer and the CPU swaps or transposes them there before the
+ * buffer's copy is queued, so a row of such a file reads only its bytes
+ * (before: the whole file, converted on the device, for every row). For
+ * items of 2, 4 and 8 bytes (int16, float32, float64), 12 files of
+ * [4..6, 3, 6] each, little- and big-endian, C and Fortran order; and for 16
+ * (complex128, its two halves swapped apart) big-endian C-order ones: read
+ * whole, with a region of interest and as rows, two shuffled epochs, every
+ * byte of every sample against the reference slicer; on a fault device that
+ * only counts, no conversion on the device, no stream sync, no synchronous
+ * copy and at most one event wait a batch; as rows, no more bytes read than
+ * delivered plus a page a file.
  */
 #include "test_reader_util.h"
 
@@ -20,6 +22,7 @@
 
 static const enum ferry_dtype dtypes[] = { FERRY_INT16, FERRY_FLOAT32, FERRY_FLOAT64,
 					   FERRY_COMPLEX128 };
+#define MID 3 /* the middle axis */
 
 enum mode { WHOLE, REGION, ROWS };
 static const char *const mode_names[] = { "whole", "region", "rows" };
@@ -29,13 +32,26 @@ static int64_t rows_of(int i)
 	return 4 + i % 3;
 }
 
+/* File i's layout: complex128 ones are big-endian C order (the reference
+ * slicer treats them as float64 pairs, which holds only in C order). */
+static char byteorder_of(enum ferry_dtype dtype, int i)
+{
+	return dtype == FERRY_COMPLEX128 || i % 2 ? '>' : '<';
+}
+
+static int fortran_of(enum ferry_dtype dtype, int i)
+{
+	return dtype != FERRY_COMPLEX128 && i % 3 != 1;
+}
+
 static void write_files(const char *dir, enum ferry_dtype dtype)
 {
 	for (int i = 0; i < NFILES; i++) {
-		int64_t shape[2] = { rows_of(i), COLS };
+		int64_t shape[3] = { rows_of(i), MID, COLS };
 		char name[32];
 		snprintf(name, sizeof(name), "f%03d.npy", i);
-		tr_write_npy(tr_path(dir, name), dtype, '>', 0, 2, shape, (uint32_t)(100 + i));
+		tr_write_npy(tr_path(dir, name), dtype, byteorder_of(dtype, i),
+			     fortran_of(dtype, i), 3, shape, (uint32_t)(100 + i));
 	}
 }
 
@@ -47,21 +63,23 @@ static void check_sample(struct ferry__device *fdev, const struct ferry_sample *
 	int i = tr_file_index(s->path);
 	T_ASSERT(i >= 0 && i < NFILES);
 	size_t isz = ferry_dtype_size(dtype);
-	int64_t src[2] = { rows_of(i), COLS };
-	int64_t start[2] = { 0, 0 }, shape[2] = { src[0], COLS };
+	int64_t src[3] = { rows_of(i), MID, COLS };
+	int64_t start[3] = { 0, 0, 0 }, shape[3] = { src[0], MID, COLS };
 	if (m == REGION) {
-		start[0] = 1, start[1] = 2, shape[0] = 3, shape[1] = 3;
+		start[0] = 1, start[1] = 1, start[2] = 2;
+		shape[0] = 3, shape[1] = 2, shape[2] = 3;
 	} else if (m == ROWS) {
 		start[0] = row, shape[0] = 1;
 	}
 	if (dtype == FERRY_COMPLEX128) { /* numpy swaps each float64 half: a [.., 2n] float64 */
 		isz = 8;
-		src[1] *= 2, start[1] *= 2, shape[1] *= 2;
+		src[2] *= 2, start[2] *= 2, shape[2] *= 2;
 	}
 	unsigned char fill[16] = { 0 }, *got;
 	uint64_t nbytes;
-	unsigned char *want = tr_reference((uint32_t)(100 + i), isz, 1, 0, 2, src, start, shape,
-					   fill, &nbytes);
+	unsigned char *want = tr_reference((uint32_t)(100 + i), isz, byteorder_of(dtype, i) == '>',
+					   fortran_of(dtype, i), 3, src, start, shape, fill,
+					   &nbytes);
 	if (s->nbytes != nbytes || s->dtype != dtype)
 		T_FAIL("%s: %s: %llu bytes of %s, want %llu of %s", mode_names[m], s->path,
 		       (unsigned long long)s->nbytes, ferry_dtype_name(s->dtype),
@@ -81,11 +99,11 @@ static void check_sample(struct ferry__device *fdev, const struct ferry_sample *
 static void run(ferry_ctx *ctx, struct ferry__device *fdev, const char *dir,
 		enum ferry_dtype dtype, enum mode m)
 {
-	int64_t start[2] = { 1, 2 }, shape[2] = { 3, 3 };
+	int64_t start[3] = { 1, 1, 2 }, shape[3] = { 3, 2, 3 };
 	struct ferry_reader_config cfg = { .root = dir, .batch_size = 4, .epochs = EPOCHS,
 					   .random_shuffle = 1, .seed = 2, .num_shards = 1 };
 	if (m == REGION) {
-		cfg.roi_nvals = 2;
+		cfg.roi_nvals = 3;
 		cfg.roi_start = start;
 		cfg.roi_shape = shape;
 	}
