@@ -31,10 +31,14 @@ static inline ferry_ctx *tr_ctx(size_t chunk_size, unsigned threads)
 }
 
 /* A context with chunks of chunk bytes on a fault device that only counts
- * (the device calls a load makes: t_fault_calls). */
+ * (the device calls a load makes: t_fault_calls). One lane and buffers to
+ * spare, so that the event waits counted are a batch's own (one ticket a
+ * batch), never a lease waiting for a buffer to come back, however slowly
+ * the stream runs (under a sanitizer). */
 static inline ferry_ctx *tr_counting_ctx(size_t chunk, struct ferry__device **fdev)
 {
-	struct ferry_ctx_options o = { .gpu = -1, .chunk_size = chunk, .threads = 2, .direct = -1 };
+	struct ferry_ctx_options o = { .gpu = -1, .chunk_size = chunk, .threads = 2, .direct = -1,
+				       .lanes = 1, .max_buffers = 1024 };
 	struct ferry__device *dev;
 	ferry_ctx *ctx;
 	int rc = ferry__ctx_open_device(&o, &dev);
