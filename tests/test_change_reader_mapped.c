@@ -59,23 +59,6 @@ static void *take(void *arg)
 	return NULL;
 }
 
-/* Waits (10 s at most) until a batch of r has loaded (its copy queued and its
- * file checked), whether or not the taker has it yet. */
-static void wait_loaded(ferry_reader *r)
-{
-	for (int k = 0; k < 10000; k++) {
-		int loaded = 0;
-		pthread_mutex_lock(&r->lock);
-		for (unsigned i = 0; i < r->nall; i++)
-			loaded |= r->all[i]->state == BATCH_READY || r->all[i]->state == BATCH_HELD;
-		pthread_mutex_unlock(&r->lock);
-		if (loaded)
-			return;
-		usleep(1000);
-	}
-	T_FAIL("the reader's batch did not load behind the gate in 10 s");
-}
-
 int main(void)
 {
 	unsetenv("FERRY_IO");
@@ -96,7 +79,8 @@ int main(void)
 	struct taker t = { .r = open_reader(ctx) };
 	pthread_t thread;
 	T_ASSERT(pthread_create(&thread, NULL, take, &t) == 0);
-	wait_loaded(t.r);
+	if (!tr_wait_loaded(t.r))
+		T_FAIL("the reader's batch did not load behind the gate in 10 s");
 	T_EQ(tm_stats(ctx).hits, 1);
 	T_EQ(truncate(tm_paths[0], 4096), 0);
 	T_OK(dev->ops->gate_open(dev, g));

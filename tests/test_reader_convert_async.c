@@ -14,7 +14,6 @@
  * host, with no synchronous copy and no stream sync, and every byte of every
  * sample matches the reference slicer.
  */
-#include "reader/reader.h"
 #include "test_reader_util.h"
 
 #define NFILES 48
@@ -90,24 +89,6 @@ static void check_batch(struct ferry__device *fdev, ferry_batch *b, unsigned *se
 	ferry_batch_release(b);
 }
 
-/* Waits (10 s at most) until a batch of r has loaded (its reads done, its
- * copies queued), whether or not its copies have landed. */
-static void wait_loaded(ferry_reader *r)
-{
-	for (int k = 0; k < 10000; k++) {
-		int loaded = 0;
-		pthread_mutex_lock(&r->lock);
-		for (unsigned i = 0; i < r->nall; i++)
-			loaded |= r->all[i]->state == BATCH_READY || r->all[i]->state == BATCH_HELD;
-		pthread_mutex_unlock(&r->lock);
-		if (loaded)
-			return;
-		usleep(1000);
-	}
-	T_FAIL("no batch loaded in 10 s behind a gate on the copy stream: a fetch waits for "
-	       "its own copies or conversion");
-}
-
 int main(void)
 {
 	char *dir = strdup(t_tmpdir());
@@ -139,7 +120,9 @@ int main(void)
 	struct taker t = { .r = r };
 	pthread_t thread;
 	T_ASSERT(pthread_create(&thread, NULL, take, &t) == 0);
-	wait_loaded(r);
+	if (!tr_wait_loaded(r))
+		T_FAIL("no batch loaded in 10 s behind a gate on the copy stream: a fetch "
+		       "waits for its own copies or conversion");
 	T_OK(fdev->ops->gate_open(fdev, gate));
 	T_ASSERT(pthread_join(thread, NULL) == 0);
 	T_OK(t.rc);

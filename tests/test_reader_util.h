@@ -16,6 +16,7 @@
 #include "ferry.h"
 #include "helpers.h"
 #include "npy/npy.h"
+#include "reader/reader.h"
 
 /* A context on the device FERRY_DEVICE names (host here); skips without one. */
 static inline ferry_ctx *tr_ctx(size_t chunk_size, unsigned threads)
@@ -48,6 +49,24 @@ static inline ferry_ctx *tr_counting_ctx(size_t chunk, struct ferry__device **fd
 	*fdev = t_fault_device(dev);
 	T_OK(ferry__ctx_create_on(*fdev, NULL, &o, &ctx));
 	return ctx;
+}
+
+/* Waits (10 s at most) until a batch of r has loaded (its reads done, its
+ * copies queued), whether or not its copies have landed or a caller took it:
+ * 1 when one has, 0 after 10 s. */
+static inline int tr_wait_loaded(ferry_reader *r)
+{
+	for (int k = 0; k < 10000; k++) {
+		int loaded = 0;
+		pthread_mutex_lock(&r->lock);
+		for (unsigned i = 0; i < r->nall; i++)
+			loaded |= r->all[i]->state == BATCH_READY || r->all[i]->state == BATCH_HELD;
+		pthread_mutex_unlock(&r->lock);
+		if (loaded)
+			return 1;
+		usleep(1000);
+	}
+	return 0;
 }
 
 /* The payload of a file with the given id: t_fill_pattern(id, 0). */
