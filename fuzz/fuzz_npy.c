@@ -45,6 +45,10 @@ static void check_rewrite(const struct ferry__npy_header *h)
 	int len = ferry__npy_write_header(buf, sizeof(buf), h->dtype, order, h->fortran_order,
 					  h->ndim, h->shape, h->major);
 	CHECK(len > 0 && len % 64 == 0);
+	/* A longer header can push a payload that just fit past INT64_MAX: the
+	 * parser refuses that rewrite rightly. */
+	if (h->data_size > (uint64_t)INT64_MAX - (uint64_t)len)
+		return;
 	CHECK(ferry__npy_parse(buf, (size_t)len, &again, NULL, 0) == 0);
 	CHECK(again.dtype == h->dtype && again.swap == h->swap && again.ndim == h->ndim);
 	CHECK(again.fortran_order == h->fortran_order && again.major == h->major);
