@@ -58,19 +58,12 @@ static int64_t region_runs(struct slot *s, struct ferry__run *one, struct ferry_
 	return ferry__region_runs(&s->rg, s->h.shape, s->h.itemsize, runs);
 }
 
-/* Whether s's array lies in Fortran order: its region's bytes then lie in the
- * file as the C order of the reversed axes. */
-static int fortran(const struct slot *s)
-{
-	return s->h.fortran_order && s->h.ndim > 1;
-}
-
 /* Whether a packed output of s, read in the file's order, must be transposed
  * into C order: a Fortran-order region of more than one axis longer than 1. */
 static int transposes(const struct slot *s)
 {
 	int long_axes = 0;
-	for (int d = 0; fortran(s) && d < s->rg.ndim; d++)
+	for (int d = 0; ferry__slot_fortran(s) && d < s->rg.ndim; d++)
 		long_axes += s->rg.shape[d] > 1;
 	return long_axes > 1;
 }
@@ -82,7 +75,7 @@ static int64_t file_runs(struct slot *s, struct ferry__run *one, struct ferry__r
 {
 	struct ferry__region rev = { .ndim = s->rg.ndim, .count = s->rg.count };
 	int64_t shape[FERRY_MAX_DIMS];
-	if (!fortran(s))
+	if (!ferry__slot_fortran(s))
 		return region_runs(s, one, runs);
 	for (int d = 0; d < rev.ndim; d++) {
 		rev.start[d] = s->rg.start[rev.ndim - 1 - d];

@@ -38,7 +38,7 @@ static int readable_whole(const struct ferry_reader *r, const struct slot *s)
 {
 	if (!s->cached || s->f || s->stale || !ferry__slot_live(s) ||
 	    s->h.data_offset - read_start(s) > FERRY__HEAD_MAX ||
-	    (s->h.fortran_order && s->h.ndim > 1))
+	    ferry__slot_fortran(s))
 		return 0; /* a Fortran-order file is transposed as read_packed reads it */
 	return ferry__slot_whole(s);
 }

@@ -279,8 +279,7 @@ static int lay_out(struct ferry_batch *b)
 	return reserve_memory(b, total);
 }
 
-/* Whether s's array lies in its file in another order than C order. */
-static int needs_transpose(const struct slot *s)
+int ferry__slot_fortran(const struct slot *s)
 {
 	return s->h.fortran_order && s->h.ndim > 1;
 }
@@ -316,10 +315,10 @@ static uint64_t fortran_runs(const struct slot *s)
  */
 static int converted_apart(const struct ferry_reader *r, const struct slot *s, uint64_t packed)
 {
-	if (!s->h.swap && !needs_transpose(s))
+	if (!s->h.swap && !ferry__slot_fortran(s))
 		return 0;
 	if (!r->packable || packed > r->chunk ||
-	    (needs_transpose(s) && fortran_runs(s) > FORTRAN_RUNS_MAX))
+	    (ferry__slot_fortran(s) && fortran_runs(s) > FORTRAN_RUNS_MAX))
 		return 1;
 	return ferry__slot_whole(s) && packed > CONVERT_IN_STAGING_MAX;
 }
@@ -341,7 +340,7 @@ static enum fetch_kind member_kind(const struct ferry_reader *r, const struct sl
 		return FETCH_SLOW;
 	if (s->member->inflated)
 		return s->nbytes > r->chunk ? FETCH_BIG : FETCH_PACK;
-	if (!r->packable || needs_transpose(s) || converted_apart(r, s, s->h.data_size) ||
+	if (!r->packable || ferry__slot_fortran(s) || converted_apart(r, s, s->h.data_size) ||
 	    s->h.data_size > r->chunk)
 		return FETCH_SLOW;
 	return FETCH_PACK;

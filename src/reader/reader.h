@@ -289,6 +289,9 @@ void ferry__slot_close(struct ferry_reader *r, struct slot *s);
 int ferry__slot_live(const struct slot *s);
 /* Whether s's region is its whole array. */
 int ferry__slot_whole(const struct slot *s);
+/* Whether s's array lies in its file in Fortran order (of more than one axis):
+ * its region's bytes then lie as the C order of the reversed axes. */
+int ferry__slot_fortran(const struct slot *s);
 /* Parses the header of s's open file into s->h and s->head: with npz_key,
  * the member's (s->member opened). Returns 0 or an error (not recorded). */
 int ferry__slot_header(struct ferry_reader *r, struct slot *s);
