@@ -22,7 +22,9 @@ struct ferry__loader {
 	struct ferry__lanes *lanes;  /* the staging engines */
 	struct ferry__pool *pool;    /* IO threads beside the caller; may be NULL */
 	/* The backend that reads small files whole, many per system call
-	 * (read_files), or NULL: each is opened, read and closed on its own. */
+	 * (read_files), or NULL: each is opened, read and closed on its own.
+	 * Gathers of many scattered pieces of one file use it too
+	 * (ferry__load_read). */
 	const struct ferry__io_ops *files_ops;
 	struct ferry__io *files_io;
 	unsigned threads;            /* IO threads of one load, the caller included */
@@ -38,6 +40,19 @@ struct ferry__loader {
  * loader's mode is ALWAYS; AUTO decides per read, ferry__load_choose). Returns
  * 0 or a negative code naming path. */
 int ferry__load_open(const struct ferry__loader *ld, const char *path, struct ferry__file **out);
+
+/* Requests of one file from which a gather goes to a deeper backend. */
+#define FERRY__GATHER_MIN 16
+
+/*
+ * Reads the requests of the open file f (io_ops->read's contract): through
+ * the loader's backend, or, when there are FERRY__GATHER_MIN or more (the
+ * scattered runs of rows of a Fortran-order file, say) and files_ops keeps
+ * more in flight at once, through files_ops (io_uring: all of them in one
+ * submit, where pread would take a system call each).
+ */
+int ferry__load_read(const struct ferry__loader *ld, struct ferry__file *f,
+		     struct ferry__io_req *reqs, unsigned n);
 
 /* Reads smaller than this stay buffered in AUTO mode, without a probe. */
 #define FERRY__DIRECT_MIN ((uint64_t)1 << 20)

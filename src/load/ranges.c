@@ -352,6 +352,16 @@ int ferry__load_open(const struct ferry__loader *ld, const char *path, struct fe
 	return ld->io_ops->open(ld->io, path, flags, out);
 }
 
+int ferry__load_read(const struct ferry__loader *ld, struct ferry__file *f,
+		     struct ferry__io_req *reqs, unsigned n)
+{
+	const struct ferry__io_ops *deep = ld->files_ops;
+	if (n >= FERRY__GATHER_MIN && deep && deep->depth > ld->io_ops->depth &&
+	    deep->placement == ld->io_ops->placement)
+		return deep->read(ld->files_io, f, reqs, n);
+	return ld->io_ops->read(ld->io, f, reqs, n);
+}
+
 /* Buffered or direct for this load's span of f (AUTO decides here, before any
  * read of it runs), said in the trace; or memory, for bytes in host memory. */
 static void choose_path(const struct ferry__loader *ld, struct ferry__file *f,

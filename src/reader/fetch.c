@@ -196,7 +196,7 @@ static void read_packed(struct ferry_reader *r, struct slot **ss, char **dsts, u
 	for (unsigned i = 0; rc == 0 && i < n; i++)
 		rc = add_runs(&q, ss[i], into[i]);
 	if (rc == 0 && q.n)
-		rc = r->ld->io_ops->read(r->ld->io, s->f, q.v, q.n);
+		rc = ferry__load_read(r->ld, s->f, q.v, q.n);
 	if (rc == 0)
 		rc = check_requests(s, &q, head);
 	if (rc == 0)
@@ -296,7 +296,7 @@ static int read_stored(struct ferry_reader *r, struct slot *s, char *into)
 		q.v[q.n++] = (struct ferry__io_req){ .dst = into, .len = len,
 						     .offset = s->h.data_offset };
 	if (q.n) {
-		rc = r->ld->io_ops->read(r->ld->io, s->f, q.v, q.n);
+		rc = ferry__load_read(r->ld, s->f, q.v, q.n);
 		if (rc == 0)
 			rc = check_requests(s, &q, head);
 		for (unsigned i = 0; i < q.n; i++)
