@@ -11,7 +11,7 @@
  * byte of every sample against the reference slicer; on a fault device that
  * only counts, no conversion on the device, no stream sync and no
  * synchronous copy; as rows, no more bytes read than delivered plus a page a
- * file.
+ * file. Then rows of wide Fortran-order files (run_wide).
  */
 #include "test_reader_util.h"
 
@@ -55,6 +55,33 @@ static void write_files(const char *dir, enum ferry_dtype dtype)
 	}
 }
 
+/* Sample s against the reference region [start, start + shape) of the ndim-D
+ * array src of file id, read back through the wrapped device, uncounted. */
+static void compare(struct ferry__device *fdev, const struct ferry_sample *s,
+		    enum ferry_dtype dtype, uint32_t id, size_t isz, int swap, int fortran,
+		    int ndim, const int64_t *src, const int64_t *start, const int64_t *shape,
+		    const char *what)
+{
+	unsigned char fill[16] = { 0 }, *got;
+	uint64_t nbytes;
+	unsigned char *want = tr_reference(id, isz, swap, fortran, ndim, src, start, shape, fill,
+					   &nbytes);
+	if (s->nbytes != nbytes || s->dtype != dtype)
+		T_FAIL("%s: %s: %llu bytes of %s, want %llu of %s", what, s->path,
+		       (unsigned long long)s->nbytes, ferry_dtype_name(s->dtype),
+		       (unsigned long long)nbytes, ferry_dtype_name(dtype));
+	T_ASSERT(got = malloc(nbytes));
+	struct ferry__device *inner = t_fault_inner(fdev);
+	T_OK(inner->ops->copy_sync(inner, got, s->data, nbytes, FERRY__D2H));
+	int differ = memcmp(got, want, nbytes) != 0;
+	for (uint64_t k = 0; differ && k < nbytes; k++)
+		if (got[k] != want[k])
+			T_FAIL("%s, %s: %s: byte %llu is 0x%02x, want 0x%02x", ferry_dtype_name(dtype),
+			       what, s->path, (unsigned long long)k, got[k], want[k]);
+	free(got);
+	free(want);
+}
+
 /* Sample s (of mode m; row: its row, or -1) against the reference, read back
  * through the wrapped device, uncounted. */
 static void check_sample(struct ferry__device *fdev, const struct ferry_sample *s,
@@ -75,25 +102,8 @@ static void check_sample(struct ferry__device *fdev, const struct ferry_sample *
 		isz = 8;
 		src[2] *= 2, start[2] *= 2, shape[2] *= 2;
 	}
-	unsigned char fill[16] = { 0 }, *got;
-	uint64_t nbytes;
-	unsigned char *want = tr_reference((uint32_t)(100 + i), isz, byteorder_of(dtype, i) == '>',
-					   fortran_of(dtype, i), 3, src, start, shape, fill,
-					   &nbytes);
-	if (s->nbytes != nbytes || s->dtype != dtype)
-		T_FAIL("%s: %s: %llu bytes of %s, want %llu of %s", mode_names[m], s->path,
-		       (unsigned long long)s->nbytes, ferry_dtype_name(s->dtype),
-		       (unsigned long long)nbytes, ferry_dtype_name(dtype));
-	T_ASSERT(got = malloc(nbytes));
-	struct ferry__device *inner = t_fault_inner(fdev);
-	T_OK(inner->ops->copy_sync(inner, got, s->data, nbytes, FERRY__D2H));
-	int differ = memcmp(got, want, nbytes) != 0;
-	for (uint64_t k = 0; differ && k < nbytes; k++)
-		if (got[k] != want[k])
-			T_FAIL("%s, %s: %s: byte %llu is 0x%02x, want 0x%02x", ferry_dtype_name(dtype),
-			       mode_names[m], s->path, (unsigned long long)k, got[k], want[k]);
-	free(got);
-	free(want);
+	compare(fdev, s, dtype, (uint32_t)(100 + i), isz, byteorder_of(dtype, i) == '>',
+		fortran_of(dtype, i), 3, src, start, shape, mode_names[m]);
 }
 
 static void run(ferry_ctx *ctx, struct ferry__device *fdev, const char *dir,
@@ -152,6 +162,63 @@ static void run(ferry_ctx *ctx, struct ferry__device *fdev, const char *dir,
 		       (unsigned long long)st.bytes_read, (unsigned long long)st.bytes_delivered);
 }
 
+/*
+ * Rows of wide Fortran-order float32 files ([rows, WIDE_COLS]: a row is
+ * WIDE_COLS runs of one item, over 1024): a gather of them pays when the
+ * array is large enough (4 KiB of it a run), so they pack, converted by the
+ * CPU and no more read than delivered; in a small array they do not, so the
+ * whole array is loaded and converted on the device. One shard of eight,
+ * every byte checked.
+ */
+#define WIDE_COLS 1100
+static void run_wide(ferry_ctx *ctx, struct ferry__device *fdev, const char *root, int64_t rows,
+		     int packs)
+{
+	char dir[1100];
+	snprintf(dir, sizeof(dir), "%s/wide%lld", root, (long long)rows);
+	T_ASSERT(mkdir(dir, 0755) == 0);
+	int64_t src[2] = { rows, WIDE_COLS };
+	for (int i = 0; i < 2; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "f%03d.npy", i);
+		tr_write_npy(tr_path(dir, name), FERRY_FLOAT32, '<', 1, 2, src, (uint32_t)(300 + i));
+	}
+	struct ferry_reader_config cfg = { .root = dir, .batch_size = 8, .epochs = 1,
+					   .random_shuffle = 1, .seed = 5, .num_shards = 8,
+					   .shard_id = 3, .samples = FERRY_SAMPLES_ROWS };
+	unsigned long conv = t_fault_calls(fdev, T_FAULT_CONVERT);
+	unsigned samples = 0;
+	struct ferry_reader_stats st;
+	ferry_reader *r;
+	ferry_batch *b;
+	int rc;
+	T_OK(ferry_reader_open(ctx, &cfg, &r));
+	while ((rc = ferry_reader_next(r, &b)) == 0) {
+		for (size_t k = 0; k < ferry_batch_size(b); k++, samples++) {
+			struct ferry_sample s;
+			T_OK(ferry_batch_sample(b, k, &s));
+			int64_t start[2] = { s.row, 0 }, shape[2] = { 1, WIDE_COLS };
+			compare(fdev, &s, FERRY_FLOAT32, (uint32_t)(300 + tr_file_index(s.path)), 4, 0,
+				1, 2, src, start, shape, "wide rows");
+		}
+		ferry_batch_release(b);
+	}
+	if (rc != -FERRY_EEND)
+		T_FAIL("%s (%s)", ferry_strerror(rc), ferry_last_error());
+	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
+	T_OK(ferry_reader_close(r));
+	conv = t_fault_calls(fdev, T_FAULT_CONVERT) - conv;
+	printf("wide rows of [%lld, %d]: %u samples, %llu bytes read for %llu delivered, %lu "
+	       "conversions on the device\n", (long long)rows, WIDE_COLS, samples,
+	       (unsigned long long)st.bytes_read, (unsigned long long)st.bytes_delivered, conv);
+	T_EQ(samples, (unsigned)(2 * rows / 8));
+	if (packs && (conv || st.bytes_read > st.bytes_delivered + 2 * 4096))
+		T_FAIL("wide rows of [%lld, %d] did not pack", (long long)rows, WIDE_COLS);
+	if (!packs && conv == 0)
+		T_FAIL("wide rows of [%lld, %d] packed: a gather of %d runs does not pay there",
+		       (long long)rows, WIDE_COLS, WIDE_COLS);
+}
+
 int main(void)
 {
 	char *root = strdup(t_tmpdir());
@@ -166,6 +233,8 @@ int main(void)
 		for (int m = WHOLE; m <= ROWS; m++)
 			run(ctx, fdev, dir, dtypes[d], (enum mode)m);
 	}
+	run_wide(ctx, fdev, root, 1024, 1);
+	run_wide(ctx, fdev, root, 64, 0);
 	T_OK(ferry_ctx_destroy(ctx));
 	t_rmtree(root);
 	free(root);

@@ -284,10 +284,20 @@ int ferry__slot_fortran(const struct slot *s)
 	return s->h.fortran_order && s->h.ndim > 1;
 }
 
-/* A packed Fortran-order output is read as the runs its region makes in the
- * file (a row of an [N, C] array: C runs of one element, a column apart);
- * past this many, the whole array is loaded and transposed on the device. */
-#define FORTRAN_RUNS_MAX 1024
+/*
+ * A packed Fortran-order output is read as the runs its region makes in the
+ * file (a row of an [N, C] array: C runs of one element, a column apart), in
+ * one gather (io_uring where it works: about 0.4 us a run on the 2-core VM,
+ * a pread each, 5 us, where not). Otherwise the whole array is loaded and
+ * transposed on the device, for every such output. Gathering pays while a
+ * run costs less than reading a page of the array: up to RUNS_ALWAYS runs
+ * always (the whole-array path's fixed cost per output is larger), more in
+ * proportion to the array's size, never past RUNS_MAX (a gather's requests
+ * are allocated).
+ */
+#define RUNS_ALWAYS 1024
+#define RUNS_MAX 65536
+#define BYTES_A_RUN_PAYS 4096
 
 /* How many runs s's region makes in a Fortran-order file: axis 0 is the
  * innermost there, so a run grows over the leading axes the region covers
@@ -301,6 +311,13 @@ static uint64_t fortran_runs(const struct slot *s)
 			break;
 	}
 	return run ? s->rg.count / run : 0;
+}
+
+static int gather_pays(const struct slot *s)
+{
+	uint64_t runs = fortran_runs(s);
+	return runs <= RUNS_ALWAYS ||
+	       (runs <= RUNS_MAX && runs <= s->h.data_size / BYTES_A_RUN_PAYS);
 }
 
 /* Whole arrays the CPU converts in staging; larger ones are the device's
@@ -318,7 +335,7 @@ static int converted_apart(const struct ferry_reader *r, const struct slot *s, u
 	if (!s->h.swap && !ferry__slot_fortran(s))
 		return 0;
 	if (!r->packable || packed > r->chunk ||
-	    (ferry__slot_fortran(s) && fortran_runs(s) > FORTRAN_RUNS_MAX))
+	    (ferry__slot_fortran(s) && !gather_pays(s)))
 		return 1;
 	return ferry__slot_whole(s) && packed > CONVERT_IN_STAGING_MAX;
 }
