@@ -15,7 +15,7 @@
 # Exit 0 pass, 1 fail, 77 skip.
 BUILD=${FERRY_BUILD:-build}
 FERRY=$BUILD/ferry
-PY=/usr/bin/python3
+PY=${PYTHON:-/usr/bin/python3} # tests/run.sh exports the one with numpy
 [ -x "$FERRY" ] || { echo "FAIL: $FERRY is not built"; exit 1; }
 # Under TSan the bench took 110 s of CI's 15 minutes and adds no interleaving
 # the reader and engine tests do not already run under it. ASan runs the C

@@ -183,13 +183,17 @@ class Ledger:
 def keep_something(batch, rng, want):
     """Something made from batch that keeps it alive (or the batch), and the
     bytes it must hold: a sample, a view of one, np.asarray of the stacked
-    batch, a slice of it, a DLPack capsule of it."""
+    batch, a slice of it, a DLPack capsule of it. In GPU memory (numpy can
+    neither view nor consume it): a sample or the batch, read back by copy."""
     i = rng.randrange(len(batch))
     sample = want(batch.paths[i])
     stacked = np.stack([want(p) for p in batch.paths])
-    choices = [(batch[i], sample), (batch[i][1:], sample[1:]), (batch, stacked),
-               (np.asarray(batch), stacked), (np.asarray(batch)[i:], stacked[i:]),
-               (("capsule", batch.__dlpack__()), stacked)]
+    if batch.device == "cuda":
+        choices = [(batch[i], sample), (batch, stacked)]
+    else:
+        choices = [(batch[i], sample), (batch[i][1:], sample[1:]), (batch, stacked),
+                   (np.asarray(batch), stacked), (np.asarray(batch)[i:], stacked[i:]),
+                   (("capsule", batch.__dlpack__()), stacked)]
     return choices[rng.randrange(len(choices))]
 
 
@@ -210,7 +214,9 @@ def holds(kept, want):
     """kept holds want's bytes (an unconsumed capsule is consumed to see)."""
     if isinstance(kept, tuple):
         kept = np.from_dlpack(Capsule(kept[1]))
-    return to_numpy(np.asarray(kept)).tobytes() == want.tobytes()
+    if not isinstance(kept, np.ndarray):
+        kept = kept.numpy()  # a ferry.Array or Batch: a view on the host, a copy from a GPU
+    return kept.tobytes() == want.tobytes()
 
 
 def test_release_once(root, tmp):

@@ -7,7 +7,9 @@
  * float32 files of about 80 KiB (C and Fortran order, little- and
  * big-endian, shapes varying, all larger than the 16 KiB chunk), read as
  * batches of 8 over two shuffled epochs on a fault device that only counts.
- * With the copy stream held by a gate, the first batch still finishes
+ * After a reader over the same files readies the context (its staging pool,
+ * and on CUDA the conversion kernels and their scratch), with the copy
+ * stream held by a gate, the first batch still finishes
  * loading (every read done, every copy and conversion queued behind the
  * gate): before, its IO threads waited for each file's conversion, which
  * the gate held. Then every conversion runs on the device, none on the
@@ -110,6 +112,15 @@ int main(void)
 	ferry_reader *r;
 	ferry_batch *b;
 	int rc;
+	/* On CUDA the first conversion loads the kernels' module and allocates
+	 * scratch, which may wait for work queued on the device, and a gate holds
+	 * the stream until the batch is loaded: a reader over the same files
+	 * first makes the context ready (and grows its staging pool). */
+	T_OK(ferry_reader_open(ctx, &cfg, &r));
+	while ((rc = ferry_reader_next(r, &b)) == 0)
+		ferry_batch_release(b);
+	T_EQ(rc, -FERRY_EEND);
+	T_OK(ferry_reader_close(r));
 	unsigned long syncs = t_fault_calls(fdev, T_FAULT_STREAM_SYNC);
 	unsigned long copy_syncs = t_fault_calls(fdev, T_FAULT_COPY_SYNC);
 	unsigned long conversions = t_fault_calls(fdev, T_FAULT_CONVERT);
