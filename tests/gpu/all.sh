@@ -14,3 +14,4 @@ echo "== bench"
 BENCH_BUDGET=${BENCH_BUDGET:-400} sh bench/run.sh >"$OUT/bench.log" 2>&1; echo "bench rc=$?"
 tail -5 "$OUT/bench.log"
 cp -r bench/results "$OUT/" 2>/dev/null
+sh tests/gpu/pack.sh "$OUT"

@@ -26,3 +26,4 @@ done
 unset FERRY_PIN_BUDGET
 build/ferry env | grep '^mapped:' >> "$O/mapped.log"
 grep -E "^(PASS|FAIL|SKIP)|passed|==" "$O/mapped.log"
+sh tests/gpu/pack.sh "$O" >/dev/null
