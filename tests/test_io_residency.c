@@ -20,16 +20,6 @@
 #define SIZE ((size_t)(8u << 20) + 100) /* not a whole number of pages */
 #define FILE_ID 7
 
-static void write_file(const char *path)
-{
-	char *buf = malloc(SIZE);
-	T_ASSERT(buf);
-	t_fill_pattern(buf, SIZE, FILE_ID, 0);
-	FILE *f = fopen(path, "wb");
-	T_ASSERT(f && fwrite(buf, 1, SIZE, f) == SIZE && fclose(f) == 0);
-	free(buf);
-}
-
 /* Writes back and drops path's cached pages (the descriptor of f, not a reopen). */
 static void drop_cache(const struct ferry__file *f)
 {
@@ -125,7 +115,7 @@ int main(void)
 	char *dir = t_tmpdir(), path[300];
 	struct ferry__file *f;
 	snprintf(path, sizeof(path), "%s/data.bin", dir);
-	write_file(path);
+	t_write_pattern_file(path, SIZE, FILE_ID);
 	T_OK(ferry__io_file_open(path, 0, &f));
 	T_ASSERT(!strcmp(ferry__io_residency_method(), "cachestat") ||
 		 !strcmp(ferry__io_residency_method(), "mincore"));

@@ -7,11 +7,9 @@
  * request is checked against the file's pattern. Skipped where this build
  * or kernel has no io_uring.
  */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/base.h"
 #include "helpers.h"
@@ -22,21 +20,6 @@
 #define PIECE 12    /* bytes a request reads: scattered, unaligned */
 #define STRIDE 4099 /* bytes between the starts of two requests */
 #define REQS_MAX 64
-
-static char *write_file(const char *dir)
-{
-	static char path[512];
-	snprintf(path, sizeof(path), "%s/pattern.bin", dir);
-	unsigned char *buf = malloc(FILE_BYTES);
-	T_ASSERT(buf);
-	t_fill_pattern(buf, FILE_BYTES, 7, 0);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	T_ASSERT(fd >= 0);
-	T_EQ(write(fd, buf, FILE_BYTES), FILE_BYTES);
-	close(fd);
-	free(buf);
-	return path;
-}
 
 /* Reads n scattered pieces of f through ld, checks every byte, and returns
  * how many read calls the loader's own (counting) backend took. */
@@ -70,8 +53,10 @@ int main(void)
 	struct ferry__loader ld = { .dev = dev, .io_ops = own, .io = own_io,
 				    .files_ops = &ferry__io_uring, .files_io = uring_io };
 	struct ferry__file *f;
-	char *dir = strdup(t_tmpdir());
-	T_OK(own->open(own_io, write_file(dir), 0, &f));
+	char *dir = strdup(t_tmpdir()), path[1100];
+	snprintf(path, sizeof(path), "%s/pattern.bin", dir);
+	t_write_pattern_file(path, FILE_BYTES, 7);
+	T_OK(own->open(own_io, path, 0, &f));
 
 	T_EQ(gather(&ld, f, 1), 1);
 	T_EQ(gather(&ld, f, FERRY__GATHER_MIN - 1), 1);

@@ -106,6 +106,54 @@ static void check_sample(struct ferry__device *fdev, const struct ferry_sample *
 		fortran_of(dtype, i), 3, src, start, shape, mode_names[m]);
 }
 
+/* What a sample is checked against: the mode's files (check_sample) or, with
+ * wide_src set, a wide Fortran-order file of that shape (run_wide). */
+struct expect {
+	struct ferry__device *fdev;
+	enum ferry_dtype dtype;
+	enum mode m;
+	const int64_t *wide_src;
+};
+
+static void check_expected(const struct expect *e, const struct ferry_sample *s)
+{
+	if (!e->wide_src) {
+		check_sample(e->fdev, s, e->dtype, e->m, s->row);
+		return;
+	}
+	int64_t start[2] = { s->row, 0 }, shape[2] = { 1, e->wide_src[1] };
+	compare(e->fdev, s, e->dtype, (uint32_t)(300 + tr_file_index(s->path)), 4, 0, 1, 2,
+		e->wide_src, start, shape, "wide rows");
+}
+
+/* Reads every batch cfg makes, checking every sample; returns the samples,
+ * the batches into *batches and the reader's stats into *st. */
+static unsigned read_checked(ferry_ctx *ctx, const struct ferry_reader_config *cfg,
+			     const struct expect *e, unsigned *batches,
+			     struct ferry_reader_stats *st)
+{
+	unsigned samples = 0;
+	ferry_reader *r;
+	ferry_batch *b;
+	int rc;
+	*batches = 0;
+	T_OK(ferry_reader_open(ctx, cfg, &r));
+	while ((rc = ferry_reader_next(r, &b)) == 0) {
+		for (size_t k = 0; k < ferry_batch_size(b); k++, samples++) {
+			struct ferry_sample s;
+			T_OK(ferry_batch_sample(b, k, &s));
+			check_expected(e, &s);
+		}
+		ferry_batch_release(b);
+		++*batches;
+	}
+	if (rc != -FERRY_EEND)
+		T_FAIL("%s (%s)", ferry_strerror(rc), ferry_last_error());
+	T_OK(ferry_reader_stats(r, st, sizeof(*st)));
+	T_OK(ferry_reader_close(r));
+	return samples;
+}
+
 static void run(ferry_ctx *ctx, struct ferry__device *fdev, const char *dir,
 		enum ferry_dtype dtype, enum mode m)
 {
@@ -125,26 +173,9 @@ static void run(ferry_ctx *ctx, struct ferry__device *fdev, const char *dir,
 	unsigned long syncs = t_fault_calls(fdev, T_FAULT_STREAM_SYNC);
 	unsigned long copy_syncs = t_fault_calls(fdev, T_FAULT_COPY_SYNC);
 	unsigned long waits = t_fault_calls(fdev, T_FAULT_EVENT_SYNC);
-	unsigned batches = 0, samples = 0;
+	struct expect e = { .fdev = fdev, .dtype = dtype, .m = m };
 	struct ferry_reader_stats st;
-	ferry_reader *r;
-	ferry_batch *b;
-	int rc;
-	T_OK(ferry_reader_open(ctx, &cfg, &r));
-	while ((rc = ferry_reader_next(r, &b)) == 0) {
-		for (size_t k = 0; k < ferry_batch_size(b); k++) {
-			struct ferry_sample s;
-			T_OK(ferry_batch_sample(b, k, &s));
-			check_sample(fdev, &s, dtype, m, s.row);
-			samples++;
-		}
-		ferry_batch_release(b);
-		batches++;
-	}
-	if (rc != -FERRY_EEND)
-		T_FAIL("%s (%s)", ferry_strerror(rc), ferry_last_error());
-	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
-	T_OK(ferry_reader_close(r));
+	unsigned batches, samples = read_checked(ctx, &cfg, &e, &batches, &st);
 	conv = t_fault_calls(fdev, T_FAULT_CONVERT) - conv;
 	syncs = t_fault_calls(fdev, T_FAULT_STREAM_SYNC) - syncs;
 	copy_syncs = t_fault_calls(fdev, T_FAULT_COPY_SYNC) - copy_syncs;
@@ -187,26 +218,9 @@ static void run_wide(ferry_ctx *ctx, struct ferry__device *fdev, const char *roo
 					   .random_shuffle = 1, .seed = 5, .num_shards = 8,
 					   .shard_id = 3, .samples = FERRY_SAMPLES_ROWS };
 	unsigned long conv = t_fault_calls(fdev, T_FAULT_CONVERT);
-	unsigned samples = 0;
+	struct expect e = { .fdev = fdev, .dtype = FERRY_FLOAT32, .m = ROWS, .wide_src = src };
 	struct ferry_reader_stats st;
-	ferry_reader *r;
-	ferry_batch *b;
-	int rc;
-	T_OK(ferry_reader_open(ctx, &cfg, &r));
-	while ((rc = ferry_reader_next(r, &b)) == 0) {
-		for (size_t k = 0; k < ferry_batch_size(b); k++, samples++) {
-			struct ferry_sample s;
-			T_OK(ferry_batch_sample(b, k, &s));
-			int64_t start[2] = { s.row, 0 }, shape[2] = { 1, WIDE_COLS };
-			compare(fdev, &s, FERRY_FLOAT32, (uint32_t)(300 + tr_file_index(s.path)), 4, 0,
-				1, 2, src, start, shape, "wide rows");
-		}
-		ferry_batch_release(b);
-	}
-	if (rc != -FERRY_EEND)
-		T_FAIL("%s (%s)", ferry_strerror(rc), ferry_last_error());
-	T_OK(ferry_reader_stats(r, &st, sizeof(st)));
-	T_OK(ferry_reader_close(r));
+	unsigned batches, samples = read_checked(ctx, &cfg, &e, &batches, &st);
 	conv = t_fault_calls(fdev, T_FAULT_CONVERT) - conv;
 	printf("wide rows of [%lld, %d]: %u samples, %llu bytes read for %llu delivered, %lu "
 	       "conversions on the device\n", (long long)rows, WIDE_COLS, samples,

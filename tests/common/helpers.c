@@ -42,6 +42,16 @@ void t_fill_pattern(void *dst, size_t len, uint32_t file_id, uint64_t offset)
 
 /* Word by word where it can (a sanitizer checks each access: 8 times fewer),
  * then byte by byte from the first word that differs, to name its byte. */
+void t_write_pattern_file(const char *path, size_t len, uint32_t file_id)
+{
+	char *buf = malloc(len);
+	T_ASSERT(buf);
+	t_fill_pattern(buf, len, file_id, 0);
+	FILE *f = fopen(path, "wb");
+	T_ASSERT(f && fwrite(buf, 1, len, f) == len && fclose(f) == 0);
+	free(buf);
+}
+
 size_t t_check_pattern(const void *buf, size_t len, uint32_t file_id, uint64_t offset)
 {
 	const uint8_t *p = buf;

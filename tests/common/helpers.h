@@ -66,6 +66,8 @@ struct ferry__device *t_open_device(void);
  * file_id and offset + i, so a misplaced chunk says where it came from.
  */
 void t_fill_pattern(void *dst, size_t len, uint32_t file_id, uint64_t offset);
+/* Writes a file of len bytes of file_id's pattern (from offset 0) at path. */
+void t_write_pattern_file(const char *path, size_t len, uint32_t file_id);
 /* Returns the index of the first byte that differs from the pattern, or len. */
 size_t t_check_pattern(const void *buf, size_t len, uint32_t file_id, uint64_t offset);
 /* Decodes where a mismatching 8-byte-aligned word came from, into a message. */
