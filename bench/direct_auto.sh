@@ -5,8 +5,11 @@
 # with its default page-cache budget (half of MemAvailable: these datasets
 # fit, so it reads buffered and leaves them warm for the next epoch) and once
 # with FERRY_CACHE_BUDGET=0 (what auto does with a dataset larger than the
-# budget: cold files direct). Needs root for /proc/sys/vm/drop_caches.
-# Prints one line per run: GB/s, files buffered and direct, CPU s/GB.
+# budget: cold files direct). Then the first epoch over warm files (all read
+# before; one process, one epoch): the default (the zero-copy path registers
+# what it maps as it goes) against the copy path (FERRY_PIN_BUDGET=0).
+# Needs root for /proc/sys/vm/drop_caches.
+# Prints one line per run: GB/s, files buffered, direct and mapped, CPU s/GB.
 #
 # Usage: sh bench/direct_auto.sh [DIR]   (DIR: ${TMPDIR:-/var/tmp}/ferry-direct)
 # Variables: FERRY (build/ferry), SIZES ("64M:64 4M:1024": size:files),
@@ -33,6 +36,7 @@ one() {
 	shift 3
 	drop_caches
 	[ "$state" = half ] && warm_half "$data"
+	[ "$state" = warm ] && cat "$data"/*.npy >/dev/null
 	# `times` after the command: its second line is the children's user and system time.
 	out=$(env "$@" "$FERRY" read --root "$data" --batch "$BATCH" --json && times) ||
 		{ echo "$label: ferry read failed" >&2; return 1; }
@@ -44,8 +48,9 @@ one() {
 		  match($0, /"seconds": [0-9.]+/); s = substr($0, RSTART + 11, RLENGTH - 11)
 		  match($0, /"files_buffered": [0-9]+/); fb = substr($0, RSTART + 18, RLENGTH - 18)
 		  match($0, /"files_direct": [0-9]+/); fd = substr($0, RSTART + 16, RLENGTH - 16)
-		  printf "%-22s %-5s %7.2f GB/s  buffered %5d  direct %5d  %6.3f CPU s/GB\n",
-			 label, state, b / s / 1e9, fb, fd, cpu / (b / 1e9) }'
+		  match($0, /"files_mapped": [0-9]+/); fm = substr($0, RSTART + 16, RLENGTH - 16)
+		  printf "%-22s %-5s %7.2f GB/s  buffered %5d  direct %5d  mapped %5d  %6.3f CPU s/GB\n",
+			 label, state, b / s / 1e9, fb, fd, fm, cpu / (b / 1e9) }'
 }
 
 mkdir -p "$DIR" || exit 1
@@ -59,5 +64,9 @@ for spec in $SIZES; do
 		one direct "$state" "$data" FERRY_ODIRECT=1
 		one auto "$state" "$data" FERRY_ODIRECT=auto
 		one auto_budget_0 "$state" "$data" FERRY_ODIRECT=auto FERRY_CACHE_BUDGET=0
+	done
+	for run in 1 2; do
+		one copy_path warm "$data" FERRY_PIN_BUDGET=0
+		one default warm "$data"
 	done
 done

@@ -27,7 +27,9 @@ stops after --seconds-limit, or, warm, once every file was delivered and
 after the device is synchronized. Warm ferry.Reader runs measure the steady
 rate, as `ferry bench`'s reader rows: the first batch (its latency from
 Reader() is first_batch_s) and what arrives within --warmup-seconds after it
-are not counted; cold ones read the files once, timed from Reader(). A run
+are not counted, nor a whole first epoch of files of 4 MiB or more (the
+zero-copy path registers them in it; bench/direct_auto.sh measures that
+epoch); cold ones read the files once, timed from Reader(). A run
 stops at --seconds-limit once 3 batches were counted. The DataLoader's workers are started first (an epoch
 of one batch: a one-off cost, left out, its time is first_batch_s); then a
 fresh epoch is timed as the Reader's: warm after its first batch and the
@@ -297,17 +299,25 @@ def ferry_reader_loop(dev, reader, take, lim, verify, counts):
     return files, nbytes, batches
 
 
-def warm_up(dev, reader, take, verify, seconds):
-    """Takes (and does not count) the batches of the next seconds: the window
-    that loaded while the first batch was awaited lands in a burst."""
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        if take_next(dev, reader, take, verify, {}) is None:
+# Files the zero-copy path maps (FERRY__MAPPED_MIN in src/load/load.h): its
+# first epoch registers them, every later one copies from the registrations.
+MAPPED_MIN = 4 << 20
+
+
+def warm_up(dev, reader, take, verify, seconds, epoch_files):
+    """Takes (and does not count) the batches of the next seconds (the window
+    that loaded while the first batch was awaited lands in a burst), and at
+    least epoch_files samples (a whole first epoch of mapped files; 0: none)."""
+    t0, files = time.perf_counter(), 0
+    while time.perf_counter() - t0 < seconds or files < epoch_files:
+        got = take_next(dev, reader, take, verify, {})
+        if got is None:
             return
+        files += got[0]
 
 
 def timed_reader(args, paths, dev, batch, take, verify, cache):
-    """Warm: timed after the first batch and --warmup-seconds more, which do
+    """Warm: timed after the first batch and the warm-up (warm_up), which do
     not count (as the C reader rows); cold: one pass timed from the Reader's
     construction. Returns (seconds, cpu, samples, bytes, batches,
     first_batch_s, note)."""
@@ -323,7 +333,8 @@ def timed_reader(args, paths, dev, batch, take, verify, cache):
         first_batch_s = time.perf_counter() - lim.t0
         counts = (first[0], first[1], 1)
         if cache == "warm":
-            warm_up(dev, reader, take, verify, lim.warmup)
+            mapped = min(os.path.getsize(p) for p in paths) >= MAPPED_MIN
+            warm_up(dev, reader, take, verify, lim.warmup, len(paths) - first[0] if mapped else 0)
             lim.start()
             cpu0, counts = cpu_seconds(), (0, 0, 0)
         files, nbytes, batches = ferry_reader_loop(dev, reader, take, lim, verify, counts)
