@@ -12,7 +12,8 @@
 #  4. copies and staging leases per file (FERRY_TRACE) and, with PERF (a
 #     command that runs perf; the GPU machine has none, so carry one), where
 #     the CPU goes: tiny at batch 4 and 32, small at batch 32 (functions, and
-#     threads: the caller's thread is the process's first).
+#     threads: the caller's thread is the process's first), and the same of
+#     `ferry bench --ceilings-only` (the read-only ceiling among them).
 # Usage: OUT=dir BENCH_DATA=dir [PERF=cmd] sh tests/gpu/diag/reader_small.sh
 cd "$(dirname "$0")/../../.." || exit 1
 O=${OUT:-gpu-diag}
@@ -62,6 +63,18 @@ sort -t" " -k8 -g -r "$O/lockprof.txt" | head -12 | while read -r _ site rest; d
 	echo "$(addr2line -f -e "${site%+*}" "$off" 2>/dev/null | head -1) $site $rest"
 done >>"$LOG"
 PERF=${PERF:-$(command -v perf)} DEV=${DEV:-cuda}
+# profile NAME COMMAND...: perf's threads and functions of one command.
+profile() {
+	name=$1
+	shift
+	FERRY_DEVICE=$DEV timeout 100 $PERF record -F 1999 -g -o "$O/perf.data" "$@" \
+		>/dev/null 2>"$O/perf-$name.txt"
+	{ $PERF report -i "$O/perf.data" --stdio --no-children --sort pid -g none 2>&1 | grep -v '^#' | grep -v '^$' | head -24
+	  $PERF report -i "$O/perf.data" --stdio --no-children --sort dso,sym -g none 2>&1 | grep -v '^#' | grep -v '^$' | head -70
+	  $PERF report -i "$O/perf.data" --stdio --no-children --sort sym -g caller,0.5,callee --percent-limit 2 2>&1 | grep -v '^$' | head -300
+	} >>"$O/perf-$name.txt"
+	rm -f "$O/perf.data"
+}
 for run in tiny:4 tiny:32 small:32; do
 	set=${run%:*} b=${run#*:}
 	rm -f "$O/trace.csv"
@@ -70,13 +83,11 @@ for run in tiny:4 tiny:32 small:32; do
 	awk -F, -v r="$run" '{ c[$4]++ } END { printf "== trace %s, 2 epochs: copies %d leases %d launches %d reclaims %d\n",
 		r, c["copy"], c["lease"], c["launch"], c["reclaim"] }' "$O/trace.csv" >>"$LOG"
 	rm -f "$O/trace.csv"
-	[ -n "$PERF" ] || continue
-	FERRY_DEVICE=$DEV timeout 100 $PERF record -F 1999 -g -o "$O/perf.data" "$F" read \
-		--root "$DATA/$set" --batch "$b" --epochs 4 --quiet >/dev/null 2>"$O/perf-$set-$b.txt"
-	{ $PERF report -i "$O/perf.data" --stdio --no-children --sort pid -g none 2>&1 | grep -v '^#' | grep -v '^$' | head -24
-	  $PERF report -i "$O/perf.data" --stdio --no-children --sort dso,sym -g none 2>&1 | grep -v '^#' | grep -v '^$' | head -70
-	  $PERF report -i "$O/perf.data" --stdio --no-children --sort sym -g caller,0.5,callee --percent-limit 2 2>&1 | grep -v '^$' | head -300
-	} >>"$O/perf-$set-$b.txt"
-	rm -f "$O/perf.data"
+	[ -n "$PERF" ] && profile "$set-$b" "$F" read --root "$DATA/$set" --batch "$b" --epochs 6 --quiet
+done
+# The read-only ceiling's own profile, to hold ferry's against (the same files).
+[ -n "$PERF" ] && for set in tiny small; do
+	profile "$set-ceilings" "$F" bench --dir "$DATA/$set" --workload "files-$set" --cache warm \
+		--ceilings-only --min-seconds 2
 done
 cat "$LOG"
