@@ -618,6 +618,8 @@ int ferry__wait_copies(struct ferry_batch *b)
 		if (!b->tickets[i].seq)
 			continue;
 		int rc = ferry__staging_wait(ferry__lanes_get(lanes, i), &b->tickets[i]);
+		if (rc == 0)
+			b->tickets[i].seq = 0; /* landed: a later wait (reuse) has nothing to ask */
 		if (rc < 0 && !first)
 			first = rc;
 	}

@@ -40,6 +40,7 @@ static void free_batch(struct ferry_reader *r, struct ferry_batch *b)
 	for (unsigned i = 0; b->slots && i < r->slots_cap; i++)
 		free(b->slots[i].msg);
 	free(b->slots);
+	free(b->samples);
 	free(b->out);
 	free(b->items);
 	free(b->msg);
@@ -56,9 +57,10 @@ static int new_batch(struct ferry_reader *r, struct ferry_batch **out)
 	if (b) {
 		b->r = r;
 		b->slots = calloc(r->slots_cap, sizeof(*b->slots));
+		b->samples = calloc(r->slots_cap, sizeof(*b->samples));
 		b->out = calloc(r->slots_cap, sizeof(*b->out));
 	}
-	if (!b || !all || !b->slots || !b->out) {
+	if (!b || !all || !b->slots || !b->samples || !b->out) {
 		if (b)
 			free_batch(r, b);
 		return ferry__fail(-ENOMEM, "%s: cannot create a batch", r->name);
@@ -161,14 +163,26 @@ static struct ferry_epoch_info epoch_info_of_order(const struct ferry_reader *r)
 	};
 }
 
-static void fill_slots(struct ferry_reader *r, struct ferry_batch *b)
+/* Notes the batch's samples; its plan item makes their slots (set_slots), on
+ * an IO thread: a slot is 1.5 KiB to clear, and this runs under the lock. */
+static void note_samples(struct ferry_reader *r, struct ferry_batch *b)
 {
 	uint64_t begin = r->next_index * r->batch_size;
 	uint64_t real = r->order_n - begin < r->batch_size ? r->order_n - begin : r->batch_size;
 	b->nslots = (unsigned)real;
 	b->pad_asked = r->pad ? r->batch_size - (unsigned)real : 0;
+	memcpy(b->samples, r->order + begin, real * sizeof(*b->samples));
+	b->slots_set = 0;
+}
+
+/* Makes b's slots from its samples, once (a batch planned again keeps them). */
+static void set_slots(struct ferry_reader *r, struct ferry_batch *b)
+{
+	if (b->slots_set)
+		return;
 	for (unsigned i = 0; i < b->nslots; i++)
-		reset_slot(r, &b->slots[i], r->order[begin + i]);
+		reset_slot(r, &b->slots[i], b->samples[i]);
+	b->slots_set = 1;
 }
 
 struct ferry_epoch_info ferry__pipeline_first_epoch(struct ferry_reader *r)
@@ -179,7 +193,8 @@ struct ferry_epoch_info ferry__pipeline_first_epoch(struct ferry_reader *r)
 
 /* ---- the work list (under the lock) ---- */
 
-static void append_work(struct ferry_reader *r, struct ferry_batch *b)
+/* Puts b's items at the end of the list, waking no one. */
+static void list_work(struct ferry_reader *r, struct ferry_batch *b)
 {
 	b->next_item = 0;
 	b->items_left = b->nitems;
@@ -190,10 +205,21 @@ static void append_work(struct ferry_reader *r, struct ferry_batch *b)
 		r->work_head = b;
 	r->work_tail = b;
 	r->work_items += b->nitems;
-	if (b->nitems == 1)
-		pthread_cond_signal(&r->work); /* one item: one thread, no herd */
-	else
+}
+
+/* Wakes IO threads for n new items: one item, one thread (no herd). */
+static void wake_for(struct ferry_reader *r, uint64_t n)
+{
+	if (n == 1)
+		pthread_cond_signal(&r->work);
+	else if (n > 1)
 		pthread_cond_broadcast(&r->work);
+}
+
+static void append_work(struct ferry_reader *r, struct ferry_batch *b)
+{
+	list_work(r, b);
+	wake_for(r, b->nitems);
 }
 
 /* Takes the next item of the list's first batch. */
@@ -322,8 +348,10 @@ static void phase_done(struct ferry_batch *b)
 
 static void run_items(struct ferry_batch **bs, struct item *items, unsigned n)
 {
-	if (items[0].kind == ITEM_PLAN)
+	if (items[0].kind == ITEM_PLAN) {
+		set_slots(bs[0]->r, bs[0]);
 		continue_with(bs[0], ferry__plan(bs[0]));
+	}
 	else if (items[0].kind == ITEM_PROBE)
 		ferry__probe(bs[0], &bs[0]->slots[items[0].first]);
 	else
@@ -440,7 +468,8 @@ static void ready_at_once(struct ferry_batch *b, int rc)
 	b->state = BATCH_READY;
 }
 
-/* Puts b in the work list with the item that plans it on an IO thread. */
+/* Puts b in the work list with the item that plans it on an IO thread (top_up
+ * wakes the threads once for all it scheduled). */
 static void start_batch(struct ferry_reader *r, struct ferry_batch *b)
 {
 	b->state = BATCH_LOADING;
@@ -449,7 +478,7 @@ static void start_batch(struct ferry_reader *r, struct ferry_batch *b)
 	if (rc < 0 || b->nitems == 0)
 		ready_at_once(b, rc);
 	else
-		append_work(r, b);
+		list_work(r, b);
 }
 
 /* Batches in flight the window aims at: prefetch_depth + 1 when the config
@@ -483,7 +512,7 @@ static int schedule_one(struct ferry_reader *r)
 	if ((rc = take_batch(r, &b)) < 0)
 		return rc;
 	reset_batch(r, b);
-	fill_slots(r, b);
+	note_samples(r, b);
 	b->epoch = r->next_epoch;
 	b->index = r->next_index;
 	b->info = epoch_info_of_order(r);
@@ -502,14 +531,14 @@ static int schedule_one(struct ferry_reader *r)
 static int top_up(struct ferry_reader *r)
 {
 	unsigned want = window(r);
+	uint64_t items_before = r->work_items;
+	int rc = 0;
 	if (!r->depth && r->queued > want / 2)
 		return 0;
-	while (r->queued < want && !r->closing) {
-		int rc = schedule_one(r);
-		if (rc <= 0)
-			return rc;
-	}
-	return 0;
+	while (r->queued < want && !r->closing && (rc = schedule_one(r)) > 0)
+		;
+	wake_for(r, r->work_items - items_before);
+	return rc < 0 ? rc : 0;
 }
 
 /* Waits for a batch to finish loading, until deadline (NULL: no deadline).
