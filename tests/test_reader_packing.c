@@ -3,14 +3,24 @@
  * into staging buffers and land with one copy per chunk of a batch, not one
  * per file. 256 files of 1 KiB through a 64 KiB chunk: a batch of 256 costs
  * 4 copies, a batch of 32 one; batches of 1 and 4 one copy each (their runs
- * may share a buffer, never a copy). Counted from the engine's trace
- * (FERRY_TRACE): copies are "queue" lines, buffers "lease" lines; every
- * sample's bytes are checked too.
+ * may share a buffer, never a copy). And a batch that the window holds few
+ * of is cut into runs for every IO thread: 256 files of 16 KiB on 16
+ * threads through a 2 MiB chunk, 4 batches in the window, make 8 copies of
+ * 512 KiB a batch (not 2 of a chunk), batches of 32 still one. Counted from
+ * the engine's trace (FERRY_TRACE): copies are "queue" lines, buffers "lease"
+ * lines; every sample's bytes are checked too.
  */
 #include "test_reader_util.h"
 
 #define NFILES 256
-#define CHUNK 65536
+
+/* A file set and the context and reader that read it. */
+struct setup {
+	const char *data;
+	int64_t items;       /* int32 items a file */
+	size_t chunk;
+	unsigned threads;    /* the reader's IO threads */
+};
 
 struct counts {
 	unsigned long copies, leases;
@@ -31,14 +41,14 @@ static struct counts count_trace(const char *path)
 }
 
 /* Reads one epoch in batches of batch; returns the number of batches. */
-static unsigned read_epoch(ferry_ctx *ctx, const char *dir, unsigned batch)
+static unsigned read_epoch(ferry_ctx *ctx, const struct setup *su, unsigned batch)
 {
-	struct ferry_reader_config cfg = { .root = dir, .batch_size = batch, .epochs = 1,
-					   .num_shards = 1, .threads = 2 };
+	struct ferry_reader_config cfg = { .root = su->data, .batch_size = batch, .epochs = 1,
+					   .num_shards = 1, .threads = su->threads };
 	ferry_reader *r;
 	ferry_batch *b;
 	unsigned n = 0;
-	int64_t len = 256, start = 0;
+	int64_t len = su->items, start = 0;
 	T_OK(ferry_reader_open(ctx, &cfg, &r));
 	while (ferry_reader_next(r, &b) == 0) {
 		for (unsigned i = 0; i < ferry_batch_size(b); i++) {
@@ -57,17 +67,19 @@ static unsigned read_epoch(ferry_ctx *ctx, const char *dir, unsigned batch)
 	return n;
 }
 
-static void check(const char *dir, const char *data, unsigned batch,
+static void check(const char *dir, const struct setup *su, unsigned batch,
 		  unsigned long copies_per_batch)
 {
 	char *trace = strdup(tr_path(dir, "trace.csv"));
-	struct ferry_ctx_options o = { .gpu = -1, .direct = 0, .io = "posix", .chunk_size = CHUNK,
-				       .threads = 1, .lanes = 1, .max_buffers = 16 };
+	struct ferry_ctx_options o = { .gpu = -1, .direct = 0, .io = "posix",
+				       .chunk_size = su->chunk, .threads = 1, .lanes = 1,
+				       .max_buffers = 16 };
 	ferry_ctx *ctx;
+	unlink(trace);
 	setenv("FERRY_TRACE", trace, 1);
 	T_OK(ferry_ctx_create(&ctx, &o));
 	unsetenv("FERRY_TRACE");
-	unsigned batches = read_epoch(ctx, data, batch);
+	unsigned batches = read_epoch(ctx, su, batch);
 	T_OK(ferry_ctx_destroy(ctx));
 	struct counts c = count_trace(trace);
 	T_EQ(batches, NFILES / batch);
@@ -76,9 +88,22 @@ static void check(const char *dir, const char *data, unsigned batch,
 		       copies_per_batch);
 	if (c.leases > c.copies)
 		T_FAIL("batch %u: %lu buffers for %lu copies", batch, c.leases, c.copies);
-	printf("batch %3u: %3u batches, %3lu copies, %3lu buffers\n", batch, batches, c.copies,
-	       c.leases);
+	printf("%u threads, batch %3u: %3u batches, %3lu copies, %3lu buffers\n", su->threads,
+	       batch, batches, c.copies, c.leases);
 	free(trace);
+}
+
+/* NFILES files of items int32 each in DIR/NAME. */
+static char *write_files(const char *dir, const char *name, int64_t items)
+{
+	char *data = strdup(tr_path(dir, name));
+	T_ASSERT(mkdir(data, 0755) == 0);
+	for (unsigned i = 0; i < NFILES; i++) {
+		char file[32];
+		snprintf(file, sizeof(file), "f%03u.npy", i);
+		tr_write_npy(tr_path(data, file), FERRY_INT32, 0, 0, 1, &items, i);
+	}
+	return data;
 }
 
 int main(void)
@@ -86,21 +111,18 @@ int main(void)
 	unsetenv("WORLD_SIZE");
 	unsetenv("RANK");
 	char *dir = strdup(t_tmpdir());
-	char *data = strdup(tr_path(dir, "data"));
-	T_ASSERT(mkdir(data, 0755) == 0);
-	for (unsigned i = 0; i < NFILES; i++) {
-		char name[32];
-		int64_t len = 256; /* int32: 1 KiB */
-		snprintf(name, sizeof(name), "f%03u.npy", i);
-		tr_write_npy(tr_path(data, name), FERRY_INT32, 0, 0, 1, &len, i);
-	}
-	check(dir, data, 256, 4);
-	check(dir, data, 32, 1);
-	check(dir, data, 4, 1);
-	check(dir, data, 1, 1);
+	struct setup kib = { write_files(dir, "kib", 256), 256, 65536, 2 };
+	struct setup spread = { write_files(dir, "spread", 4096), 4096, 2u << 20, 16 };
+	check(dir, &kib, 256, 4);
+	check(dir, &kib, 32, 1);
+	check(dir, &kib, 4, 1);
+	check(dir, &kib, 1, 1);
+	check(dir, &spread, 256, 8);
+	check(dir, &spread, 32, 1);
 	t_rmtree(dir);
 	free(dir);
-	free(data);
-	printf("small files: one copy per chunk of a batch\n");
+	free((char *)kib.data);
+	free((char *)spread.data);
+	printf("small files: one copy per chunk of a batch, or per run of a thread's share\n");
 	return T_EXIT_PASS;
 }

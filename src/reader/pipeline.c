@@ -481,23 +481,25 @@ static void start_batch(struct ferry_reader *r, struct ferry_batch *b)
 		list_work(r, b);
 }
 
-/* Batches in flight the window aims at: prefetch_depth + 1 when the config
- * gives a depth; else enough samples for every IO thread, within WINDOW_BYTES
- * of batch memory (as large as the largest batch seen), never fewer than
- * AUTO_DEPTH + 1, at most FERRY_PREFETCH_MAX. Until a batch has loaded its
- * size is unknown, and the window is the least. */
-static unsigned window(const struct ferry_reader *r)
+unsigned ferry__window(const struct ferry_reader *r, uint64_t batch_bytes)
 {
 	uint64_t least = (r->depth ? r->depth : AUTO_DEPTH) + 1, w = least;
-	if (!r->depth && r->batch_bytes) {
+	if (!r->depth && batch_bytes) {
 		uint64_t samples = (uint64_t)SAMPLES_PER_THREAD * r->threads;
 		uint64_t by_samples = (samples + r->batch_size - 1) / r->batch_size;
-		uint64_t by_memory = WINDOW_BYTES / r->batch_bytes;
+		uint64_t by_memory = WINDOW_BYTES / batch_bytes;
 		w = by_samples < by_memory ? by_samples : by_memory;
 	}
 	if (w < least)
 		w = least;
 	return w > FERRY_PREFETCH_MAX ? FERRY_PREFETCH_MAX : (unsigned)w;
+}
+
+/* The window now: as large as the largest batch seen; until a batch has
+ * loaded its size is unknown, and the window is the least. */
+static unsigned window(const struct ferry_reader *r)
+{
+	return ferry__window(r, r->batch_bytes);
 }
 
 /* Schedules the batch at the cursor. Returns 1, 0 when the requested epochs

@@ -13,6 +13,7 @@
 #include "base/base.h"
 
 #define SAMPLE_ALIGN 256 /* outputs of a ragged batch start at multiples of it */
+#define RUN_MIN ((uint64_t)256 << 10) /* the least run_cap cuts a PACK run to */
 
 int ferry__slot_fail(struct ferry_reader *r, struct slot *s, int err)
 {
@@ -398,10 +399,27 @@ static uint64_t span_to(const struct ferry_batch *b, unsigned first, unsigned k)
 	return s->offset + s->nbytes - b->slots[b->out[first]].offset;
 }
 
+/* The most one PACK run of b spans: a chunk, or less when the window's
+ * batches would otherwise give the IO threads fewer than two runs each: a
+ * window of 4 batches of 256 files of 16 KiB made 8 runs of a chunk for 16
+ * threads, and half of them waited. Never less than RUN_MIN; runs of
+ * consecutive batches are taken together (take_items), up to a chunk, so
+ * shorter runs do not mean smaller reads. */
+static uint64_t run_cap(const struct ferry_batch *b)
+{
+	const struct ferry_reader *r = b->r;
+	uint64_t runs_wanted = 2ull * r->threads;
+	uint64_t cap = b->lay.bytes * ferry__window(r, b->lay.bytes) / runs_wanted;
+	if (cap < RUN_MIN)
+		cap = RUN_MIN;
+	return cap < r->chunk ? cap : r->chunk;
+}
+
 /* One item per FETCH_BIG or FETCH_SLOW output; FETCH_PACK outputs in runs
- * whose rows span at most a chunk. */
+ * whose rows span at most run_cap. */
 static int make_fetch_items(struct ferry_batch *b)
 {
+	uint64_t cap = run_cap(b);
 	int rc = 0;
 	b->nitems = 0;
 	for (unsigned k = 0; rc == 0 && k < b->nout;) {
@@ -410,7 +428,7 @@ static int make_fetch_items(struct ferry_batch *b)
 		s->kind = kind_of(b->r, s);
 		while (s->kind == FETCH_PACK && k + n < b->nout &&
 		       kind_of(b->r, &b->slots[b->out[k + n]]) == FETCH_PACK &&
-		       span_to(b, k, k + n) <= b->r->chunk)
+		       span_to(b, k, k + n) <= cap)
 			b->slots[b->out[k + n++]].kind = FETCH_PACK;
 		rc = add_item(b, ITEM_FETCH, k, n);
 		k += n;

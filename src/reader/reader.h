@@ -344,6 +344,12 @@ uint64_t ferry__item_span(const struct ferry_batch *b, const struct item *it);
 
 /* ---- pipeline.c ---- */
 
+/* Batches in flight the window aims at, for batches of batch_bytes:
+ * prefetch_depth + 1 when the config gives a depth; else enough samples for
+ * every IO thread, within WINDOW_BYTES of batch memory, never fewer than
+ * AUTO_DEPTH + 1, at most FERRY_PREFETCH_MAX (batch_bytes 0: the least). */
+unsigned ferry__window(const struct ferry_reader *r, uint64_t batch_bytes);
+
 /* Starts the IO threads. Returns 0 or a negative code. */
 int ferry__pipeline_start(struct ferry_reader *r);
 /* Stops them after the items in progress; waits for every copy. */
