@@ -4,13 +4,14 @@
 # the ceilings of each run beside them) and the Python reader's stacked rows
 # (bench/python_reader.py with each build's libferry). One line a row.
 # Usage: OUT=dir BENCH_DATA=dir A=dir B=dir [SETS="tiny small"]
-#        [BATCHES=1,4,32,256] sh tests/gpu/diag/ab_reader.sh
+#        [BATCHES=1,4,32,256] [ROUNDS=2] sh tests/gpu/diag/ab_reader.sh
 # (A and B: build directories, each with ferry and libferry.so)
 cd "$(dirname "$0")/../../.." || exit 1
 O=${OUT:-gpu-diag}
 DATA=${BENCH_DATA:-${TMPDIR:-/var/tmp}/ferry-bench}
 SETS=${SETS:-tiny small}
 BATCHES=${BATCHES:-1,4,32,256}
+ROUNDS=${ROUNDS:-2}
 PY=${PYTHON:-python3}
 mkdir -p "$O"
 LOG=$O/ab_reader.log
@@ -33,7 +34,7 @@ for r in d["runs"]:
 }
 
 for set in $SETS; do
-	for round in 1 2; do
+	for round in $(seq "$ROUNDS"); do
 		for side in A B; do
 			eval dir=\$$side
 			f=$O/ab-$set-$side-$round
