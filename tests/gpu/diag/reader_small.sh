@@ -13,7 +13,9 @@
 #     command that runs perf; the GPU machine has none, so carry one), where
 #     the CPU goes: tiny at batch 4 and 32, small at batch 32 (functions, and
 #     threads: the caller's thread is the process's first), and the same of
-#     `ferry bench --ceilings-only` (the read-only ceiling among them).
+#     `ferry bench --ceilings-only` (the read-only ceiling among them); the
+#     staging the trace saw grow (its working set: rotate_reads.c measures
+#     what a larger one costs the kernel's copy).
 # Usage: OUT=dir BENCH_DATA=dir [PERF=cmd] sh tests/gpu/diag/reader_small.sh
 cd "$(dirname "$0")/../../.." || exit 1
 O=${OUT:-gpu-diag}
@@ -80,8 +82,9 @@ for run in tiny:4 tiny:32 small:32; do
 	rm -f "$O/trace.csv"
 	FERRY_DEVICE=$DEV FERRY_TRACE="$O/trace.csv" "$F" read --root "$DATA/$set" --batch "$b" \
 		--epochs 2 --quiet
-	awk -F, -v r="$run" '{ c[$4]++ } END { printf "== trace %s, 2 epochs: copies %d leases %d launches %d reclaims %d\n",
-		r, c["copy"], c["lease"], c["launch"], c["reclaim"] }' "$O/trace.csv" >>"$LOG"
+	awk -F, -v r="$run" '{ c[$4]++ } $4 == "grow" { g += $8 }
+		END { printf "== trace %s, 2 epochs: copies %d leases %d launches %d reclaims %d; staging grown by %d MiB\n",
+		r, c["copy"], c["lease"], c["launch"], c["reclaim"], g / 1048576 }' "$O/trace.csv" >>"$LOG"
 	rm -f "$O/trace.csv"
 	[ -n "$PERF" ] && profile "$set-$b" "$F" read --root "$DATA/$set" --batch "$b" --epochs 6 --quiet
 done
