@@ -333,8 +333,8 @@ def timed_reader(args, paths, dev, batch, take, verify, cache):
         first_batch_s = time.perf_counter() - lim.t0
         counts = (first[0], first[1], 1)
         if cache == "warm":
-            mapped = min(os.path.getsize(p) for p in paths) >= MAPPED_MIN
-            warm_up(dev, reader, take, verify, lim.warmup, len(paths) - first[0] if mapped else 0)
+            warm_up(dev, reader, take, verify, lim.warmup,
+                    len(paths) - first[0] if args.mapped else 0)
             lim.start()
             cpu0, counts = cpu_seconds(), (0, 0, 0)
         files, nbytes, batches = ferry_reader_loop(dev, reader, take, lim, verify, counts)
@@ -695,6 +695,8 @@ def main(argv):
     if not paths:
         print("python_reader: %s: no .npy files" % args.dir, file=sys.stderr)
         return 1
+    sizes = [os.path.getsize(p) for p in paths]
+    args.mapped = max(sizes) >= MAPPED_MIN  # as tools/bench/reader.c's warming_up
     kind = reader_device(args)
     dev = Device(kind or "host")
     notes = []
@@ -714,7 +716,7 @@ def main(argv):
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "device": gpu_name() if kind == "cuda" else None, "device_kind": kind,
         "dataset": {"name": args.workload, "dir": args.dir, "files": len(paths),
-                    "bytes": sum(os.path.getsize(p) for p in paths)},
+                    "bytes": sum(sizes)},
         "ceilings": {"pinned_h2d_gbps": None, "storage_direct_gbps": None,
                      "page_cache_gbps": None, "read_only_gbps": None,
                      "read_only_files_per_s": None},

@@ -172,17 +172,14 @@ static void note_samples(struct ferry_reader *r, struct ferry_batch *b)
 	b->nslots = (unsigned)real;
 	b->pad_asked = r->pad ? r->batch_size - (unsigned)real : 0;
 	memcpy(b->samples, r->order + begin, real * sizeof(*b->samples));
-	b->slots_set = 0;
 }
 
-/* Makes b's slots from its samples, once (a batch planned again keeps them). */
+/* Makes b's slots from its samples: its ITEM_PLAN's first step (a batch
+ * planned again, plan_again, keeps them). */
 static void set_slots(struct ferry_reader *r, struct ferry_batch *b)
 {
-	if (b->slots_set)
-		return;
 	for (unsigned i = 0; i < b->nslots; i++)
 		reset_slot(r, &b->slots[i], b->samples[i]);
-	b->slots_set = 1;
 }
 
 struct ferry_epoch_info ferry__pipeline_first_epoch(struct ferry_reader *r)

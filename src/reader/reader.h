@@ -178,8 +178,8 @@ struct ferry_batch {
 	struct ferry_epoch_info info;
 	struct slot *slots;            /* the batch's real samples */
 	unsigned nslots;
-	uint64_t *samples;             /* their sample numbers, as scheduled (slots_cap) */
-	int slots_set;                 /* slots made from samples (by the plan item) */
+	uint64_t *samples;             /* their sample numbers, as scheduled (slots_cap);
+					* the ITEM_PLAN makes the slots from them */
 	unsigned *out;                 /* the delivered samples: slot indices, rows in order */
 	unsigned nout;
 	unsigned pad_asked;            /* pad_last_batch rows the schedule asks for */
