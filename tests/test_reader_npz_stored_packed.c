@@ -10,11 +10,13 @@
  * sync, and at most one event wait a batch, whole or with a region of
  * interest (whose member is read whole, for its CRC, and only the region's
  * runs copied into staging). Ragged batches (shapes vary; every 16th member
- * is larger than a chunk and Fortran-order members are transposed: those
- * take the loader's path, alone; big-endian ones are packed and swapped in
- * staging) stay within one copy a run
- * of small members plus the others' own, and make no synchronous copy; with
- * a region only the members that took the loader's path may stream-sync.
+ * is larger than a chunk and takes the loader's path, alone; big-endian ones
+ * are packed and swapped in staging, Fortran-order ones packed and
+ * transposed there) stay within one copy a run of small members plus the
+ * large ones' own, and make no synchronous copy; with a region only the
+ * members that took the loader's path may stream-sync. The ragged dataset
+ * also takes a region of two rows and two columns trimmed to each member
+ * (trim_to_shape): a Fortran-order member's region is then transposed.
  * Every byte of every sample is checked against np.load's, over two shuffled
  * epochs with each archive once an epoch.
  */
@@ -38,10 +40,12 @@ struct counts {
 	unsigned long copies, syncs, stream_syncs, waits;
 };
 
-/* A region: rows [r0, r0 + nr), columns [c0, c0 + nc) of every sample. */
+/* A region: rows [r0, r0 + nr), columns [c0, c0 + nc) of every sample;
+ * with trim, only the rows a sample has. */
 struct region {
 	int on;
 	int64_t r0, nr, c0, nc;
+	int trim;
 };
 
 static void write_datasets(const char *dir)
@@ -57,8 +61,8 @@ static void load_expected(struct dataset *d, const char *root, const char *sub)
 }
 
 /* Archive i's member x, as npz_small.py writes it: its columns, and whether
- * the reader takes the loader's path for it (larger than a chunk, or Fortran
- * order) rather than packing it. */
+ * the reader takes the loader's path for it (larger than a chunk) rather
+ * than packing it. */
 static int64_t columns(const struct dataset *d, int i)
 {
 	return !d->ragged ? 8 : i % 16 == 5 ? 64 : 3 + i % 4;
@@ -66,7 +70,7 @@ static int64_t columns(const struct dataset *d, int i)
 
 static int unpacked(const struct dataset *d, int i)
 {
-	return d->ragged && (i % 16 == 5 || i % 5 == 2);
+	return d->ragged && i % 16 == 5;
 }
 
 
@@ -84,7 +88,8 @@ static void check_sample(struct ferry__device *fdev, const struct ferry_sample *
 			 const struct dataset *d, int k, const struct region *rg)
 {
 	struct ferry__device *inner = t_fault_inner(fdev);
-	int64_t cols = columns(d, k), nr = rg->on ? rg->nr : (int64_t)d->nbytes[k] / 4 / cols;
+	int64_t cols = columns(d, k), rows = (int64_t)d->nbytes[k] / 4 / cols;
+	int64_t nr = !rg->on ? rows : rg->trim && rows - rg->r0 < rg->nr ? rows - rg->r0 : rg->nr;
 	int64_t nc = rg->on ? rg->nc : cols;
 	uint64_t nbytes = (uint64_t)(nr * nc * 4);
 	unsigned char *got = malloc(nbytes + 1);
@@ -110,7 +115,7 @@ static void check_batch(struct ferry__device *fdev, ferry_batch *b, const struct
 {
 	struct ferry_batch_info info;
 	T_OK(ferry_batch_describe(b, &info));
-	if ((!d->ragged || rg->on) && !info.stacked)
+	if ((!d->ragged || (rg->on && !rg->trim)) && !info.stacked)
 		T_FAIL("a batch of %s%s is not stacked", d->dir, rg->on ? " with a region" : "");
 	for (unsigned i = 0; i < info.size; i++) {
 		struct ferry_sample s;
@@ -140,6 +145,7 @@ static struct counts read_epochs(ferry_ctx *ctx, struct ferry__device *fdev,
 		cfg.roi_nvals = 2;
 		cfg.roi_start = start;
 		cfg.roi_shape = shape;
+		cfg.out_of_bounds_policy = rg->trim ? FERRY_OOB_TRIM : FERRY_OOB_ERROR;
 	}
 	struct counts before = count_now(fdev);
 	T_OK(ferry_reader_open(ctx, &cfg, &r));
@@ -203,7 +209,8 @@ static void check_ragged(const char *what, const struct dataset *d, struct count
 
 static void run_packed(const char *root)
 {
-	const struct region whole = { 0 }, rows = { 1, 1, 2, 2, 5 }, cols = { 1, 0, 1, 1, 2 };
+	const struct region whole = { 0 }, rows = { 1, 1, 2, 2, 5, 0 }, cols = { 1, 0, 1, 1, 2, 0 };
+	const struct region square = { 1, 0, 2, 1, 2, 1 };
 	struct dataset stacked, ragged;
 	struct ferry__device *fdev;
 	unsigned nb = 0;
@@ -218,6 +225,8 @@ static void run_packed(const char *root)
 	check_ragged("ragged", &ragged, c, nb, 0);
 	c = read_epochs(ctx, fdev, &ragged, &cols, &nb);
 	check_ragged("ragged, a region", &ragged, c, nb, 1);
+	c = read_epochs(ctx, fdev, &ragged, &square, &nb);
+	check_ragged("ragged, a trimmed region", &ragged, c, nb, 1);
 	T_OK(ferry_ctx_destroy(ctx));
 	for (int i = 0; i < NFILES; i++) {
 		free(stacked.want[i]);
@@ -234,7 +243,8 @@ int main(void)
 	write_datasets(root);
 	run_packed(root);
 	t_rmtree(root);
-	printf("ok: %d small stored members a dataset, stacked and ragged, whole and a region, "
-	       "every byte; one copy a stacked batch and no synchronous copy\n", NFILES);
+	printf("ok: %d small stored members a dataset, stacked and ragged (big-endian and "
+	       "Fortran order packed too), whole and regions, every byte; one copy a stacked "
+	       "batch and no synchronous copy\n", NFILES);
 	return T_EXIT_PASS;
 }

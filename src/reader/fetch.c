@@ -311,26 +311,37 @@ static int read_stored(struct ferry_reader *r, struct slot *s, char *into)
 }
 
 /* The output of s, a stored member whose payload fits a chunk, into host
- * staging at dst, checked before the pack's copy is queued: the whole array
- * read straight into dst and its CRC-32 computed there; with a region, the
- * whole payload read into scratch, checked there, and the region's runs
- * copied to dst; a big-endian one then swapped. No copy or wait of its own. */
+ * staging at dst, checked before the pack's copy is queued: a whole array in
+ * C order read straight into dst and its CRC-32 computed there; otherwise the
+ * whole payload read into scratch and checked there, and the region's runs
+ * copied out as the file lays them out (into raw first where a Fortran-order
+ * region needs a transpose); then converted into C order and native byte
+ * order at dst. No copy or wait of its own. */
 static void pack_stored(struct ferry_reader *r, struct slot *s, char *dst, struct scratch *sc)
 {
 	struct ferry__run one, *runs = NULL;
 	int rc = open_slot(r, s);
 	if (rc != 0)
 		return;
-	int whole = ferry__slot_whole(s);
-	char *into = whole ? dst : scratch_get(sc, (size_t)s->h.data_size + 1);
-	int64_t n = whole ? 0 : region_runs(s, &one, &runs);
-	rc = !into ? -ENOMEM : n < 0 ? (int)n : read_stored(r, s, into);
+	int whole = ferry__slot_whole(s), turns = transposes(s);
+	char *into = whole && !turns ? dst : scratch_get(sc, (size_t)s->h.data_size + 1);
+	char *raw = turns && !whole ? malloc(s->nbytes ? s->nbytes : 1) : NULL;
+	char *out = !turns ? dst : whole ? into : raw; /* the output in the file's order */
+	int64_t n = whole ? 0 : file_runs(s, &one, &runs);
+	if (!into)
+		rc = -ENOMEM; /* scratch_get said why */
+	else if (!out)
+		rc = ferry__fail(-ENOMEM, "reader: out of memory for %llu bytes to transpose",
+				 (unsigned long long)s->nbytes);
+	else
+		rc = n < 0 ? (int)n : read_stored(r, s, into);
 	for (int64_t k = 0; rc == 0 && k < n; k++)
-		memcpy(dst + runs[k].dst, into + runs[k].src, runs[k].len);
+		memcpy(out + runs[k].dst, into + runs[k].src, runs[k].len);
 	if (rc == 0)
-		ferry__swap_output(s, dst);
-	if (runs != &one)
+		convert_packed(s, dst, out);
+	if (runs && runs != &one)
 		free(runs);
+	free(raw);
 	finish_slot(r, s, rc);
 }
 

@@ -347,9 +347,10 @@ static int converted_apart(const struct ferry_reader *r, const struct slot *s, u
  * packed with others when it fits a chunk, else chunked; read in no staging
  * buffer, so O_DIRECT does not matter. A stored one is packed as a small
  * file is when its whole payload fits a chunk (its CRC-32 covers every byte,
- * so the fetch reads all of it, region or not) and it needs no transpose
- * (big-endian ones are swapped in staging); larger or transposed ones take
- * the loader's path, checked as they pass.
+ * so the fetch reads all of it, region or not): a big-endian or
+ * Fortran-order one is then swapped or transposed by the CPU in staging, as
+ * a small .npy file is, but for whole arrays over CONVERT_IN_STAGING_MAX;
+ * larger ones take the loader's path, checked as they pass.
  * Padded outputs (filled first) and device staging are FETCH_SLOW.
  */
 static enum fetch_kind member_kind(const struct ferry_reader *r, const struct slot *s)
@@ -358,8 +359,10 @@ static enum fetch_kind member_kind(const struct ferry_reader *r, const struct sl
 		return FETCH_SLOW;
 	if (s->member->inflated)
 		return s->nbytes > r->chunk ? FETCH_BIG : FETCH_PACK;
-	if (!r->packable || ferry__slot_fortran(s) || converted_apart(r, s, s->h.data_size) ||
-	    s->h.data_size > r->chunk)
+	if (!r->packable || s->h.data_size > r->chunk)
+		return FETCH_SLOW;
+	if ((s->h.swap || ferry__slot_fortran(s)) && ferry__slot_whole(s) &&
+	    s->h.data_size > CONVERT_IN_STAGING_MAX)
 		return FETCH_SLOW;
 	return FETCH_PACK;
 }
