@@ -198,7 +198,7 @@ static void run(ferry_ctx *ctx, struct ferry__device *fdev, const char *dir,
  * WIDE_COLS runs of one item, over 1024): a gather of them pays when the
  * array is large enough (4 KiB of it a run), so they pack, converted by the
  * CPU and no more read than delivered; in a small array they do not, so the
- * whole array is loaded and converted on the device. One shard of eight,
+ * whole array is loaded and converted on the device. One shard of 64,
  * every byte checked.
  */
 #define WIDE_COLS 1100
@@ -215,7 +215,7 @@ static void run_wide(ferry_ctx *ctx, struct ferry__device *fdev, const char *roo
 		tr_write_npy(tr_path(dir, name), FERRY_FLOAT32, '<', 1, 2, src, (uint32_t)(300 + i));
 	}
 	struct ferry_reader_config cfg = { .root = dir, .batch_size = 8, .epochs = 1,
-					   .random_shuffle = 1, .seed = 5, .num_shards = 8,
+					   .random_shuffle = 1, .seed = 5, .num_shards = 64,
 					   .shard_id = 3, .samples = FERRY_SAMPLES_ROWS };
 	unsigned long conv = t_fault_calls(fdev, T_FAULT_CONVERT);
 	struct expect e = { .fdev = fdev, .dtype = FERRY_FLOAT32, .m = ROWS, .wide_src = src };
@@ -225,7 +225,7 @@ static void run_wide(ferry_ctx *ctx, struct ferry__device *fdev, const char *roo
 	printf("wide rows of [%lld, %d]: %u samples, %llu bytes read for %llu delivered, %lu "
 	       "conversions on the device\n", (long long)rows, WIDE_COLS, samples,
 	       (unsigned long long)st.bytes_read, (unsigned long long)st.bytes_delivered, conv);
-	T_EQ(samples, (unsigned)(2 * rows / 8));
+	T_EQ(samples, (unsigned)(2 * rows / 64));
 	if (packs && (conv || st.bytes_read > st.bytes_delivered + 2 * 4096))
 		T_FAIL("wide rows of [%lld, %d] did not pack", (long long)rows, WIDE_COLS);
 	if (!packs && conv == 0)
