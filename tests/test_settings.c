@@ -3,8 +3,8 @@
  * Chunk sizes parse as documented (k/M suffixes, powers of two from 4k to
  * 16M); every invalid value of every variable is refused with -FERRY_ECONFIG
  * and a message that names the variable, its value and what it accepts (the
- * table's text); options win over the environment; FERRY_ODIRECT's modes
- * and the page-cache budget resolve; lanes fit the buffers;
+ * table's text); options win over the environment; FERRY_ODIRECT's modes,
+ * the page-cache budget and FERRY_CUDA_WAIT's modes resolve; lanes fit the buffers;
  * the shard variables resolve as DALI's do; and the table lists every
  * variable this file tests.
  */
@@ -15,7 +15,7 @@ static const char *const variables[] = {
 	"FERRY_DEVICE", "FERRY_GPU", "FERRY_IO", "FERRY_CHUNK_SIZE", "FERRY_THREADS",
 	"FERRY_LANES", "FERRY_MAX_BUFFERS", "FERRY_ODIRECT", "FERRY_CACHE_BUDGET", "FERRY_PIN_BUDGET", "FERRY_PIN_RESERVE",
 	"FERRY_TRACE",
-	"FERRY_CUDA_GATE",
+	"FERRY_CUDA_GATE", "FERRY_CUDA_WAIT",
 	"LOCAL_RANK", "RANK", "WORLD_SIZE",
 };
 
@@ -89,6 +89,7 @@ static void test_every_variable_refuses(void)
 {
 	static const struct { const char *name, *value; } bad[] = {
 		{ "FERRY_DEVICE", "gpu" }, { "FERRY_IO", "foo" }, { "FERRY_CUDA_GATE", "foo" },
+		{ "FERRY_CUDA_WAIT", "yield" }, { "FERRY_CUDA_WAIT", "SPIN" },
 		{ "FERRY_GPU", "-1" }, { "FERRY_GPU", "1024" }, { "FERRY_GPU", "x" },
 		{ "FERRY_THREADS", "0" }, { "FERRY_THREADS", "5000" }, { "FERRY_THREADS", "1e3" },
 		{ "FERRY_LANES", "0" }, { "FERRY_LANES", "17" }, { "FERRY_MAX_BUFFERS", "0" },
@@ -176,6 +177,23 @@ static void test_direct_modes(void)
 	clear_env();
 }
 
+/* FERRY_CUDA_WAIT's words, auto when unset. */
+static void test_wait_modes(void)
+{
+	static const struct { const char *text; enum ferry__wait_mode want; } words[] = {
+		{ NULL, FERRY__WAIT_AUTO }, { "auto", FERRY__WAIT_AUTO },
+		{ "spin", FERRY__WAIT_SPIN }, { "block", FERRY__WAIT_BLOCK },
+	};
+	struct ferry__settings s;
+	for (size_t i = 0; i < FERRY__ARRAY_LEN(words); i++) {
+		if (words[i].text)
+			setenv("FERRY_CUDA_WAIT", words[i].text, 1);
+		T_OK(ferry__settings_resolve(NULL, &s));
+		T_EQ(s.params.wait, words[i].want);
+	}
+	clear_env();
+}
+
 static void test_lanes_fit(void)
 {
 	static const struct { unsigned buffers, lanes, want; } cases[] = {
@@ -218,6 +236,7 @@ int main(void)
 	test_every_variable_refuses();
 	test_options_win();
 	test_direct_modes();
+	test_wait_modes();
 	test_lanes_fit();
 	test_shards();
 	size_t n;

@@ -61,6 +61,10 @@ static const struct ferry__setting_info table[] = {
 	  "pinned) nothing more is registered and registrations are given back, least "
 	  "recently used first (checked about once a second)" },
 	{ "FERRY_TRACE", "a file path", "off", "write a CSV trace of the staging engines' events" },
+	{ "FERRY_CUDA_WAIT", "auto, spin, block", "auto",
+	  "how a thread waits for a copy to the GPU to land (a staging buffer to come back, a "
+	  "batch to arrive): auto polls for up to 20 us, then sleeps until the GPU signals; spin "
+	  "polls until it lands (CUDA's default: a core busy all the wait); block sleeps at once" },
 	{ "FERRY_CUDA_GATE", "auto, kernel", "auto",
 	  "tests only: how a CUDA test gate holds a stream (auto: cuStreamWaitValue32 where the "
 	  "driver has it, else a spin kernel)" },
@@ -233,18 +237,34 @@ static int resolve_memory_share(const char *name, unsigned divisor, uint64_t *ou
 	return 0;
 }
 
+/* The CUDA device's test gates and how its threads wait. */
+static int resolve_cuda(struct ferry__device_params *p)
+{
+	static const char *const gates[] = { "auto", "kernel", NULL };
+	/* In the order of enum ferry__wait_mode. */
+	static const char *const waits[] = { "auto", "spin", "block", NULL };
+	const char *gate, *wait;
+	int rc = resolve_choice(NULL, NULL, "FERRY_CUDA_GATE", gates, &gate);
+	if (rc == 0)
+		rc = resolve_choice(NULL, NULL, "FERRY_CUDA_WAIT", waits, &wait);
+	if (rc < 0)
+		return rc;
+	p->gate_kernel = !strcmp(gate, "kernel");
+	for (int i = 0; waits[i]; i++)
+		if (!strcmp(wait, waits[i]))
+			p->wait = (enum ferry__wait_mode)i;
+	return 0;
+}
+
 static int resolve_names(const struct ferry_ctx_options *opt, struct ferry__settings *s)
 {
 	static const char *const devices[] = { "auto", "cuda", "host", NULL };
 	static const char *const ios[] = { "auto", "posix", "uring", "cufile", NULL };
-	static const char *const gates[] = { "auto", "kernel", NULL };
-	const char *gate;
 	int rc = resolve_choice(opt->device, "device", "FERRY_DEVICE", devices, &s->device);
 	if (rc == 0)
 		rc = resolve_choice(opt->io, "io", "FERRY_IO", ios, &s->io);
 	if (rc == 0)
-		rc = resolve_choice(NULL, NULL, "FERRY_CUDA_GATE", gates, &gate);
-	s->params.gate_kernel = rc == 0 && !strcmp(gate, "kernel");
+		rc = resolve_cuda(&s->params);
 	s->trace_path = env("FERRY_TRACE");
 	return rc;
 }

@@ -39,6 +39,7 @@ const struct ferry__device_ops ferry__device_cuda = {
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda.h>
 
@@ -145,6 +146,7 @@ struct cuda_device {
 	int ordinal;               /* the GPU's number, as memory locations name it */
 	CUcontext ctx;
 	enum gate_mode gate_mode;
+	enum ferry__wait_mode wait;
 	pthread_mutex_t module_lock; /* guards the lazy loads of the kernels */
 	CUmodule module;
 	CUfunction spin;
@@ -263,6 +265,7 @@ static int cuda_open(const struct ferry__device_params *p, struct ferry__device 
 	d->dev = dev;
 	d->ordinal = p->ordinal;
 	d->gate_mode = mode;
+	d->wait = p->wait;
 	rc = CU(cuDevicePrimaryCtxRetain, &d->ctx, dev);
 	if (rc) {
 		free(d);
@@ -497,14 +500,27 @@ static int cuda_memset_async(struct ferry__device *dev, struct ferry__stream *s,
 
 /* ---- events ---------------------------------------------------------------- */
 
+/*
+ * A thread that waits for an event (ferry__staging's waits: a buffer to come
+ * back, a batch to land) busy-waits in cuEventSynchronize unless the event
+ * was made with CU_EVENT_BLOCKING_SYNC, whatever the context's scheduling: a
+ * core taken from the IO threads for the whole wait. So events block, unless
+ * FERRY_CUDA_WAIT=spin; with auto a wait polls for WAIT_POLL_NS first, which
+ * spares a wake-up (tens of microseconds) to the waits that end within it.
+ */
+#define WAIT_POLL_NS 20000
+
 static int cuda_event_create(struct ferry__device *dev, struct ferry__event **out)
 {
+	unsigned flags = CU_EVENT_DISABLE_TIMING;
 	CUevent ev = NULL;
 	int rc = bind_ctx(dev);
 
 	*out = NULL;
+	if (to_cuda(dev)->wait != FERRY__WAIT_SPIN)
+		flags |= CU_EVENT_BLOCKING_SYNC;
 	if (rc == 0)
-		rc = CU(cuEventCreate, &ev, CU_EVENT_DISABLE_TIMING);
+		rc = CU(cuEventCreate, &ev, flags);
 	if (rc == 0)
 		*out = (struct ferry__event *)(void *)ev;
 	return rc;
@@ -535,11 +551,33 @@ static int cuda_event_query(struct ferry__device *dev, struct ferry__event *ev)
 	return r == CUDA_ERROR_NOT_READY ? -EAGAIN : cu_check(r, "cuEventQuery");
 }
 
+static int64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Polls ev for WAIT_POLL_NS: 0 when it completed, -EAGAIN when it did not,
+ * or the error it ended with. */
+static int poll_event(struct ferry__device *dev, struct ferry__event *ev)
+{
+	int64_t until = now_ns() + WAIT_POLL_NS;
+	int rc;
+	while ((rc = cuda_event_query(dev, ev)) == -EAGAIN && now_ns() < until)
+		;
+	return rc;
+}
+
 static int cuda_event_sync(struct ferry__device *dev, struct ferry__event *ev)
 {
 	int rc = bind_ctx(dev);
 
-	return rc ? rc : CU(cuEventSynchronize, to_event(ev));
+	if (rc)
+		return rc;
+	if (to_cuda(dev)->wait == FERRY__WAIT_AUTO && (rc = poll_event(dev, ev)) != -EAGAIN)
+		return rc;
+	return CU(cuEventSynchronize, to_event(ev));
 }
 
 /* ---- test gates ------------------------------------------------------------ */

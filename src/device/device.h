@@ -46,9 +46,17 @@ struct ferry__device {
 };
 
 /* What a device is opened with: plain values the context resolved. */
+/* How a thread waits for the device's copies to land (FERRY_CUDA_WAIT). */
+enum ferry__wait_mode {
+	FERRY__WAIT_AUTO,  /* poll for a few microseconds, then sleep until the device signals */
+	FERRY__WAIT_SPIN,  /* poll until done (CUDA's default): a core busy all the wait */
+	FERRY__WAIT_BLOCK, /* sleep until the device signals */
+};
+
 struct ferry__device_params {
 	int ordinal;      /* GPU number */
 	int gate_kernel;  /* 1: test gates spin a kernel even where the driver can wait on memory */
+	enum ferry__wait_mode wait;
 };
 
 enum {

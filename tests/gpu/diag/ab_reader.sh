@@ -3,9 +3,11 @@
 # call on the GPU machine: the C reader rows (`ferry bench --tools reader`,
 # the ceilings of each run beside them) and the Python reader's stacked rows
 # (bench/python_reader.py with each build's libferry). One line a row.
-# Usage: OUT=dir BENCH_DATA=dir A=dir B=dir [SETS="tiny small"]
-#        [BATCHES=1,4,32,256] [ROUNDS=2] sh tests/gpu/diag/ab_reader.sh
-# (A and B: build directories, each with ferry and libferry.so)
+# Usage: OUT=dir BENCH_DATA=dir A=dir B=dir [ENV_A="VAR=v ..."] [ENV_B=...]
+#        [SETS="tiny small"] [BATCHES=1,4,32,256] [ROUNDS=2] sh tests/gpu/diag/ab_reader.sh
+# (A and B: build directories, each with ferry and libferry.so; they may be
+# the same build, with ENV_A and ENV_B the settings compared, e.g.
+# A=build B=build ENV_A=FERRY_CUDA_WAIT=spin ENV_B=FERRY_CUDA_WAIT=auto)
 cd "$(dirname "$0")/../../.." || exit 1
 O=${OUT:-gpu-diag}
 DATA=${BENCH_DATA:-${TMPDIR:-/var/tmp}/ferry-bench}
@@ -36,12 +38,12 @@ for r in d["runs"]:
 for set in $SETS; do
 	for round in $(seq "$ROUNDS"); do
 		for side in A B; do
-			eval dir=\$$side
+			eval dir=\$$side settings=\$ENV_$side
 			f=$O/ab-$set-$side-$round
-			"$dir/ferry" bench --json --dir "$DATA/$set" --workload "files-$set" --cache warm \
+			env $settings "$dir/ferry" bench --json --dir "$DATA/$set" --workload "files-$set" --cache warm \
 				--tools reader --batch-sizes "$BATCHES" --seconds-limit 1 --min-seconds 0.5 \
 				--warmup-seconds 0.25 >"$f-c.json" 2>>"$LOG" && rows "$f-c.json" "$side$round" >>"$LOG"
-			FERRY_LIBRARY=$dir/libferry.so PYTHONPATH=$PWD/python "$PY" bench/python_reader.py \
+			env $settings FERRY_LIBRARY=$dir/libferry.so PYTHONPATH=$PWD/python "$PY" bench/python_reader.py \
 				--dir "$DATA/$set" --workload "$set" --tools python_reader_stacked \
 				--batch-sizes "$BATCHES" --seconds-limit 1 --min-seconds 0.5 >"$f-py.json" \
 				2>"$f-py.err" && rows "$f-py.json" "$side$round" >>"$LOG"
