@@ -419,13 +419,6 @@ static void cuda_stream_destroy(struct ferry__device *dev, struct ferry__stream 
 	CU(cuStreamDestroy, to_stream(s));
 }
 
-static int cuda_stream_sync(struct ferry__device *dev, struct ferry__stream *s)
-{
-	int rc = bind_ctx(dev);
-
-	return rc ? rc : CU(cuStreamSynchronize, to_stream(s));
-}
-
 static int cuda_stream_wait_event(struct ferry__device *dev, struct ferry__stream *s,
 				  struct ferry__event *ev)
 {
@@ -578,6 +571,26 @@ static int cuda_event_sync(struct ferry__device *dev, struct ferry__event *ev)
 	if (to_cuda(dev)->wait == FERRY__WAIT_AUTO && (rc = poll_event(dev, ev)) != -EAGAIN)
 		return rc;
 	return CU(cuEventSynchronize, to_event(ev));
+}
+
+/* Waits for all that is queued on s as a wait for an event does
+ * (FERRY_CUDA_WAIT): cuStreamSynchronize follows the context's scheduling,
+ * which busy-waits where there are fewer contexts than cores. */
+static int cuda_stream_sync(struct ferry__device *dev, struct ferry__stream *s)
+{
+	struct ferry__event *ev = NULL;
+	int rc = bind_ctx(dev);
+
+	if (rc == 0 && to_cuda(dev)->wait == FERRY__WAIT_SPIN)
+		return CU(cuStreamSynchronize, to_stream(s));
+	if (rc == 0)
+		rc = cuda_event_create(dev, &ev);
+	if (rc == 0)
+		rc = cuda_event_record(dev, ev, s);
+	if (rc == 0)
+		rc = cuda_event_sync(dev, ev);
+	cuda_event_destroy(dev, ev);
+	return rc;
 }
 
 /* ---- test gates ------------------------------------------------------------ */
