@@ -156,9 +156,15 @@ static int copy_from_mapping(void *dst, const void *src, size_t len)
 static int run_data_op(struct op *op)
 {
 	switch (op->kind) {
-	case OP_COPY: memmove(op->dst, op->src, op->len); break;
+	case OP_COPY: /* an empty output's copy may name no memory (NULL): nothing to move */
+		if (op->len)
+			memmove(op->dst, op->src, op->len);
+		break;
 	case OP_COPY_MAPPED: return copy_from_mapping(op->dst, op->src, op->len);
-	case OP_MEMSET: memset(op->dst, op->byte, op->len); break;
+	case OP_MEMSET:
+		if (op->len)
+			memset(op->dst, op->byte, op->len);
+		break;
 	case OP_CONVERT: convert_on_cpu(op->dst, op->src, op->conv); break;
 	case OP_FREE: free(op->dst); break;
 	default: break;
@@ -320,7 +326,8 @@ static int host_copy_sync(struct ferry__device *dev, void *dst, const void *src,
 {
 	if (kind == FERRY__H2D_MAPPED)
 		return copy_from_mapping(dst, src, len);
-	memmove(dst, src, len);
+	if (len)
+		memmove(dst, src, len);
 	return 0;
 }
 
