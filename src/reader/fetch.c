@@ -440,9 +440,11 @@ static void fetch_packed(struct ferry_batch *const *bs, const struct item *items
 	if (rc == 0)
 		rc = pos ? ferry__staging_queue(stg, buf, copies, n, NULL)
 			 : ferry__staging_give_back(stg, buf);
-	/* A full buffer's copies start now; small ones join the lane's next
-	 * launch (after launch_after copies, or when the batch is waited for). */
-	if (rc == 0 && pos >= bs[0]->r->chunk / 2)
+	/* A buffer at least half as full as the plan lets a run be (a chunk, or
+	 * less: run_cap) has its copies start now; smaller ones join the lane's
+	 * next launch (after launch_after copies, or when the batch is waited
+	 * for). Half a chunk alone would hold back every run run_cap cut short. */
+	if (rc == 0 && pos >= bs[0]->run_cap / 2)
 		rc = ferry__staging_commit(stg, NULL);
 	if (rc < 0)
 		fail_items(bs, items, n, rc);

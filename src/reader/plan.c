@@ -422,7 +422,7 @@ static uint64_t run_cap(const struct ferry_batch *b)
  * whose rows span at most run_cap. */
 static int make_fetch_items(struct ferry_batch *b)
 {
-	uint64_t cap = run_cap(b);
+	uint64_t cap = b->run_cap = run_cap(b);
 	int rc = 0;
 	b->nitems = 0;
 	for (unsigned k = 0; rc == 0 && k < b->nout;) {

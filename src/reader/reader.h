@@ -187,6 +187,7 @@ struct ferry_batch {
 	uint64_t pad_offset, pad_stride; /* where the padding rows lie in batch memory */
 	struct item *items;
 	unsigned nitems, items_cap;
+	uint64_t run_cap;              /* the most a PACK item of it spans (plan.c) */
 	enum item_kind phase;          /* the kind of its items now */
 	unsigned next_item;            /* the next item an IO thread takes (reader lock) */
 	unsigned items_left;           /* items not yet finished (reader lock) */
