@@ -55,10 +55,8 @@ int main(void)
 	unsetenv("WORLD_SIZE");
 	unsetenv("RANK");
 	for (unsigned i = 0; i < NFILES; i++) {
-		char name[64];
 		int64_t shape[1] = { length_of(i) };
-		snprintf(name, sizeof(name), "f%03u.npy", i);
-		tr_write_npy(tr_path(dir, name), FERRY_INT32, 0, 0, 1, shape, i);
+		tr_write_npy(tr_numbered(dir, i), FERRY_INT32, 0, 0, 1, shape, i);
 	}
 	ferry_ctx *ctx = tr_ctx(64 * 1024, 2);
 	run(ctx, dir, 0);

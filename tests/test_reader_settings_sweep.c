@@ -91,18 +91,14 @@ int main(void)
 	unsetenv("WORLD_SIZE");
 	unsetenv("RANK");
 	for (unsigned i = 0; i < NFILES; i++) {
-		char name[64];
 		int64_t shape[2] = { rows_of(i), cols_of(i) };
-		snprintf(name, sizeof(name), "f%03u.npy", i);
-		tr_write_npy(tr_path(dir, name), FERRY_FLOAT32, swapped(i) ? '>' : 0, fortran(i), 2,
+		tr_write_npy(tr_numbered(dir, i), FERRY_FLOAT32, swapped(i) ? '>' : 0, fortran(i), 2,
 			     shape, i);
 	}
 	{ /* f030.npy: a header promising more than the file holds */
 		int64_t shape[2] = { 4, 4 };
-		char name[64];
-		snprintf(name, sizeof(name), "f%03u.npy", NFILES);
-		tr_write_npy(tr_path(dir, name), FERRY_FLOAT32, 0, 0, 2, shape, NFILES);
-		T_ASSERT(truncate(tr_path(dir, name), 140) == 0);
+		tr_write_npy(tr_numbered(dir, NFILES), FERRY_FLOAT32, 0, 0, 2, shape, NFILES);
+		T_ASSERT(truncate(tr_numbered(dir, NFILES), 140) == 0);
 	}
 	static const unsigned threads[] = { 1, 2, 4 }, depths[] = { 0, 1, 2 },
 			      batches[] = { 1, 4, 9, 100 };

@@ -133,14 +133,20 @@ static inline const char *tr_path(const char *dir, const char *name)
 	return p;
 }
 
+/* dir/fNNN.npy, file i of a numbered dataset (tr_file_index reads i back). */
+static inline const char *tr_numbered(const char *dir, unsigned i)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "f%03u.npy", i);
+	return tr_path(dir, name);
+}
+
 /* Writes n files f000.npy.. in dir: int32 vectors of length 4 + i % 3, file id i. */
 static inline void tr_write_vectors(const char *dir, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
-		char name[64];
 		int64_t shape[1] = { 4 + i % 3 };
-		snprintf(name, sizeof(name), "f%03u.npy", i);
-		tr_write_npy(tr_path(dir, name), FERRY_INT32, 0, 0, 1, shape, i);
+		tr_write_npy(tr_numbered(dir, i), FERRY_INT32, 0, 0, 1, shape, i);
 	}
 }
 

@@ -45,7 +45,6 @@ struct ferry__device {
 	const struct ferry__device_ops *ops;
 };
 
-/* What a device is opened with: plain values the context resolved. */
 /* How a thread waits for the device's copies to land (FERRY_CUDA_WAIT). */
 enum ferry__wait_mode {
 	FERRY__WAIT_AUTO,  /* poll for a few microseconds, then sleep until the device signals */
@@ -53,6 +52,7 @@ enum ferry__wait_mode {
 	FERRY__WAIT_BLOCK, /* sleep until the device signals */
 };
 
+/* What a device is opened with: plain values the context resolved. */
 struct ferry__device_params {
 	int ordinal;      /* GPU number */
 	int gate_kernel;  /* 1: test gates spin a kernel even where the driver can wait on memory */
