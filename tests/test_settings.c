@@ -177,12 +177,12 @@ static void test_direct_modes(void)
 	clear_env();
 }
 
-/* FERRY_CUDA_WAIT's words, auto when unset. */
+/* FERRY_CUDA_WAIT's words, spin when unset. */
 static void test_wait_modes(void)
 {
 	static const struct { const char *text; enum ferry__wait_mode want; } words[] = {
-		{ NULL, FERRY__WAIT_AUTO }, { "auto", FERRY__WAIT_AUTO },
-		{ "spin", FERRY__WAIT_SPIN }, { "block", FERRY__WAIT_BLOCK },
+		{ NULL, FERRY__WAIT_SPIN }, { "spin", FERRY__WAIT_SPIN },
+		{ "poll", FERRY__WAIT_POLL }, { "block", FERRY__WAIT_BLOCK },
 	};
 	struct ferry__settings s;
 	for (size_t i = 0; i < FERRY__ARRAY_LEN(words); i++) {

@@ -47,8 +47,8 @@ struct ferry__device {
 
 /* How a thread waits for the device's copies to land (FERRY_CUDA_WAIT). */
 enum ferry__wait_mode {
-	FERRY__WAIT_AUTO,  /* poll for a few microseconds, then sleep until the device signals */
 	FERRY__WAIT_SPIN,  /* poll until done (CUDA's default): a core busy all the wait */
+	FERRY__WAIT_POLL,  /* poll for a few microseconds, then sleep until the device signals */
 	FERRY__WAIT_BLOCK, /* sleep until the device signals */
 };
 

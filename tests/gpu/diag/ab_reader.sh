@@ -7,7 +7,7 @@
 #        [SETS="tiny small"] [BATCHES=1,4,32,256] [ROUNDS=2] sh tests/gpu/diag/ab_reader.sh
 # (A and B: build directories, each with ferry and libferry.so; they may be
 # the same build, with ENV_A and ENV_B the settings compared, e.g.
-# A=build B=build ENV_A=FERRY_CUDA_WAIT=spin ENV_B=FERRY_CUDA_WAIT=auto)
+# A=build B=build ENV_A=FERRY_CUDA_WAIT=spin ENV_B=FERRY_CUDA_WAIT=poll)
 cd "$(dirname "$0")/../../.." || exit 1
 O=${OUT:-gpu-diag}
 DATA=${BENCH_DATA:-${TMPDIR:-/var/tmp}/ferry-bench}
@@ -17,6 +17,7 @@ ROUNDS=${ROUNDS:-2}
 PY=${PYTHON:-python3}
 mkdir -p "$O"
 LOG=$O/ab_reader.log
+: >"$LOG"
 
 # rows FILE LABEL: the JSON's runs as lines.
 rows() {
