@@ -4,9 +4,10 @@
  * (waited for with ferry__mapped_drain, never a sleep); the next load copies
  * it straight from the mapping, whole and in sub-ranges, every byte checked
  * against a CPU read. Under a small FERRY_PIN_BUDGET the least recently used
- * idle mapping is evicted; a budget of 0 never maps; 10,000 loads of a
- * rotating set keep the mappings (entries, and lines of /proc/self/maps)
- * within the budget.
+ * idle mapping is evicted; a budget of 0 never maps; a paced registrar
+ * (FERRY_PIN_PACE) waits between registrations but drops no offer; 10,000
+ * loads of a rotating set keep the mappings (entries, and lines of
+ * /proc/self/maps) within the budget.
  */
 #include "test_mapped_util.h"
 
@@ -86,6 +87,35 @@ static void check_lru_eviction(void)
 	T_OK(ferry_ctx_destroy(ctx));
 }
 
+/* The pause after a registration spends pace percent of the time on them. */
+static void check_pause_formula(void)
+{
+	T_EQ(ferry__mapped_pause_ns(1000, 100), 0u);
+	T_EQ(ferry__mapped_pause_ns(1000, 50), 1000u);
+	T_EQ(ferry__mapped_pause_ns(1000, 10), 9000u);
+	T_EQ(ferry__mapped_pause_ns(1000, 1), 99000u);
+	T_EQ(ferry__mapped_pause_ns(0, 1), 0u);
+}
+
+/* At 1% the registrar waits 99 times each registration's time between them:
+ * the files are registered all the same, each load of them a hit after. */
+static void check_paced(void)
+{
+	setenv("FERRY_PIN_PACE", "1", 1);
+	ferry_ctx *ctx = tm_ctx("64M");
+	unsetenv("FERRY_PIN_PACE");
+	for (unsigned i = 0; i < 3; i++)
+		tm_load(ctx, i, "paced, first load");
+	ferry__mapped_drain(ctx->ld.mapped);
+	T_EQ(tm_stats(ctx).entries, 3u);
+	for (unsigned i = 0; i < 3; i++) {
+		uint64_t h = tm_stats(ctx).hits;
+		tm_load(ctx, i, "paced, second load");
+		tm_expect_hit(ctx, h, 1, "paced, second load");
+	}
+	T_OK(ferry_ctx_destroy(ctx));
+}
+
 static void check_budget_zero(void)
 {
 	ferry_ctx *ctx = tm_ctx("0");
@@ -146,9 +176,11 @@ int main(void)
 	check_second_load_maps();
 	check_lru_eviction();
 	check_budget_zero();
+	check_pause_formula();
+	check_paced();
 	check_rotation_bounded();
 	tm_teardown();
 	printf("ok: warm files mapped after one load, LRU under a small budget, none with 0, "
-	       "bounded over 10000 loads\n");
+	       "paced, bounded over 10000 loads\n");
 	return T_EXIT_PASS;
 }

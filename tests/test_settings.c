@@ -13,7 +13,7 @@
 
 static const char *const variables[] = {
 	"FERRY_DEVICE", "FERRY_GPU", "FERRY_IO", "FERRY_CHUNK_SIZE", "FERRY_THREADS",
-	"FERRY_LANES", "FERRY_MAX_BUFFERS", "FERRY_ODIRECT", "FERRY_CACHE_BUDGET", "FERRY_PIN_BUDGET", "FERRY_PIN_RESERVE",
+	"FERRY_LANES", "FERRY_MAX_BUFFERS", "FERRY_ODIRECT", "FERRY_CACHE_BUDGET", "FERRY_PIN_BUDGET", "FERRY_PIN_RESERVE", "FERRY_PIN_PACE",
 	"FERRY_TRACE",
 	"FERRY_CUDA_GATE", "FERRY_CUDA_WAIT",
 	"LOCAL_RANK", "RANK", "WORLD_SIZE",
@@ -98,6 +98,7 @@ static void test_every_variable_refuses(void)
 		{ "FERRY_CACHE_BUDGET", "lots" }, { "FERRY_CACHE_BUDGET", "8T" },
 		{ "FERRY_PIN_BUDGET", "-1" }, { "FERRY_PIN_BUDGET", "some" },
 		{ "FERRY_PIN_RESERVE", "-1" }, { "FERRY_PIN_RESERVE", "1T1" },
+		{ "FERRY_PIN_PACE", "0" }, { "FERRY_PIN_PACE", "101" }, { "FERRY_PIN_PACE", "5%" },
 		{ "LOCAL_RANK", "-3" },
 	};
 	for (size_t i = 0; i < FERRY__ARRAY_LEN(bad); i++)

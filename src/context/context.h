@@ -31,6 +31,7 @@ struct ferry__settings {
 	uint64_t cache_budget;   /* AUTO: bytes of cold files read buffered at most */
 	uint64_t pin_budget;     /* zero copy: bytes of mappings kept registered; 0: off */
 	uint64_t pin_reserve;    /* zero copy: memory left available, or registrations go */
+	unsigned pin_pace;       /* zero copy: percent of the time spent registering */
 	const char *trace_path;  /* NULL: no trace (valid while the context is made) */
 };
 

@@ -97,11 +97,16 @@ struct ferry__mapping; /* one registered mapping of one version of a file */
  * It registers nothing that would leave less than reserve bytes of memory
  * available (MemAvailable less what it pins), and gives registrations back,
  * least recently used first, when the machine falls below that (checked
- * about once a second). The caller checked that dev can (map_ready).
+ * about once a second). Registering spends at most pace percent (1 to 100) of
+ * the time: after each registration the registrar waits
+ * ferry__mapped_pause_ns. The caller checked that dev can (map_ready).
  * Returns 0 or a negative code.
  */
 int ferry__mapped_create(struct ferry__device *dev, uint64_t budget, uint64_t reserve,
-			 struct ferry__mapped **out);
+			 unsigned pace, struct ferry__mapped **out);
+/* How long the registrar waits after a registration that took took_ns, so
+ * that registering spends pace percent of the time: 0 at 100. */
+uint64_t ferry__mapped_pause_ns(uint64_t took_ns, unsigned pace);
 /* Stops the registrar (offers not yet registered are dropped). Call it before
  * the lanes go away: the registrar asks them whether copies completed. */
 void ferry__mapped_stop(struct ferry__mapped *m);
