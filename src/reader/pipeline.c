@@ -213,12 +213,6 @@ static void wake_for(struct ferry_reader *r, uint64_t n)
 		pthread_cond_broadcast(&r->work);
 }
 
-static void append_work(struct ferry_reader *r, struct ferry_batch *b)
-{
-	list_work(r, b);
-	wake_for(r, b->nitems);
-}
-
 /* Takes the next item of the list's first batch. */
 static struct ferry_batch *take_item(struct ferry_reader *r, struct item *it)
 {
@@ -257,8 +251,19 @@ static unsigned take_items(struct ferry_reader *r, struct ferry_batch **bs, stru
 
 /* ---- phases ---- */
 
-/* b has loaded, or failed with rc: it may go to the caller. */
-static void batch_done(struct ferry_batch *b, int rc)
+/* What an IO thread's unlocked steps leave for the shared state, settled at
+ * its next hold of the lock: one hold for all of them, not one per batch (at
+ * batches of 4 small files, 9 holds a batch made the lock the limit on 16
+ * threads). Each batch a thread handles ends in exactly one of the lists. */
+struct handoff {
+	struct ferry_batch *listed[MAX_GANG]; /* new items for the work list */
+	struct ferry_batch *ready[MAX_GANG];  /* loaded or failed */
+	int ready_rc[MAX_GANG];
+	unsigned nlisted, nready;
+};
+
+/* b has loaded, or failed with rc: it goes to the caller once h is settled. */
+static void batch_done(struct ferry_batch *b, int rc, struct handoff *h)
 {
 	struct ferry_reader *r = b->r;
 	for (unsigned i = 0; i < b->nslots; i++) {
@@ -270,27 +275,19 @@ static void batch_done(struct ferry_batch *b, int rc)
 	}
 	if (rc < 0 && !b->msg)
 		b->msg = strdup(ferry_last_error());
-	pthread_mutex_lock(&r->lock);
-	b->error = rc;
-	b->state = BATCH_READY;
-	if (rc == 0 && b->lay.bytes > r->batch_bytes)
-		r->batch_bytes = b->lay.bytes;
-	pthread_cond_broadcast(&r->loaded);
-	pthread_mutex_unlock(&r->lock);
+	h->ready[h->nready] = b;
+	h->ready_rc[h->nready++] = rc;
 }
 
 /* After a plan step: its items go to the work list, or b is done. */
-static void continue_with(struct ferry_batch *b, int rc)
+static void continue_with(struct ferry_batch *b, int rc, struct handoff *h)
 {
-	struct ferry_reader *r = b->r;
 	if (rc < 0 || b->nitems == 0) {
-		batch_done(b, rc);
+		batch_done(b, rc, h);
 		return;
 	}
 	b->phase = b->items[0].kind;
-	pthread_mutex_lock(&r->lock);
-	append_work(r, b);
-	pthread_mutex_unlock(&r->lock);
+	h->listed[h->nlisted++] = b;
 }
 
 /* Whether a fetch left a stale slot (a file changed under its cached header)
@@ -305,49 +302,70 @@ static int needs_new_plan(struct ferry_batch *b, uint64_t skipped_before)
 
 /* Plans b again, once its copies have landed: the new plan's copies must not
  * race the old ones into the same memory. */
-static void plan_again(struct ferry_batch *b)
+static void plan_again(struct ferry_batch *b, struct handoff *h)
 {
 	int rc = ferry__wait_copies(b);
 	if (rc == 0 && ++b->replans > MAX_REPLANS)
 		rc = ferry__fail(-FERRY_ECHANGED, "%s: files changed under every one of %d plans "
 				 "of a batch", b->r->name, MAX_REPLANS);
 	if (rc < 0)
-		batch_done(b, rc);
+		batch_done(b, rc, h);
 	else
-		continue_with(b, ferry__plan(b));
+		continue_with(b, ferry__plan(b), h);
 }
 
 /* The fetch items are done: b is loaded (its padding filled), failed, or
  * planned again. */
-static void after_fetch(struct ferry_batch *b)
+static void after_fetch(struct ferry_batch *b, struct handoff *h)
 {
 	uint64_t skipped = b->skipped;
 	int rc = ferry__settle(b);
 	if (rc == 0 && needs_new_plan(b, skipped)) {
-		plan_again(b);
+		plan_again(b, h);
 		return;
 	}
 	if (rc == 0 && b->npad)
 		rc = ferry__fill_padding(b);
-	batch_done(b, rc);
+	batch_done(b, rc, h);
 }
 
 /* The last item of b's phase finished on this thread: move b on. */
-static void phase_done(struct ferry_batch *b)
+static void phase_done(struct ferry_batch *b, struct handoff *h)
 {
 	if (b->phase == ITEM_PROBE)
-		continue_with(b, ferry__finish_plan(b));
+		continue_with(b, ferry__finish_plan(b), h);
 	else if (b->phase == ITEM_FETCH)
-		after_fetch(b);
+		after_fetch(b, h);
+}
+
+/* Settles h (lock held): lists new items, waking a thread for each but the
+ * one this thread takes next, and hands ready batches to the caller. */
+static void settle(struct ferry_reader *r, struct handoff *h)
+{
+	uint64_t items_before = r->work_items;
+	for (unsigned i = 0; i < h->nlisted; i++)
+		list_work(r, h->listed[i]);
+	for (unsigned i = 0; i < h->nready; i++) {
+		struct ferry_batch *b = h->ready[i];
+		b->error = h->ready_rc[i];
+		b->state = BATCH_READY;
+		if (b->error == 0 && b->lay.bytes > r->batch_bytes)
+			r->batch_bytes = b->lay.bytes;
+	}
+	if (r->work_items > items_before + 1)
+		wake_for(r, r->work_items - items_before - 1);
+	if (h->nready)
+		pthread_cond_broadcast(&r->loaded);
+	h->nlisted = h->nready = 0;
 }
 
 /* ---- the IO threads ---- */
 
-static void run_items(struct ferry_batch **bs, struct item *items, unsigned n)
+static void run_items(struct ferry_batch **bs, struct item *items, unsigned n, struct handoff *h)
 {
 	if (items[0].kind == ITEM_PLAN) {
 		set_slots(bs[0]->r, bs[0]);
-		continue_with(bs[0], ferry__plan(bs[0]));
+		continue_with(bs[0], ferry__plan(bs[0]), h);
 	}
 	else if (items[0].kind == ITEM_PROBE)
 		ferry__probe(bs[0], &bs[0]->slots[items[0].first]);
@@ -366,25 +384,32 @@ static unsigned finish_items(struct ferry_batch **bs, const struct item *items, 
 	return ended;
 }
 
+/* Takes items, runs them with the lock released, and settles what they left
+ * at the next hold of the lock: one hold an iteration, two when a phase ended
+ * (its next step runs unlocked). */
 static void worker(void *arg)
 {
 	struct ferry_reader *r = arg;
 	struct ferry_batch *bs[MAX_GANG];
 	struct item items[MAX_GANG];
+	struct handoff h = { .nlisted = 0 };
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
+		settle(r, &h);
 		while (!r->closing && !r->work_head)
 			pthread_cond_wait(&r->work, &r->lock);
 		if (r->closing)
 			break;
 		unsigned n = take_items(r, bs, items);
 		pthread_mutex_unlock(&r->lock);
-		run_items(bs, items, n);
+		run_items(bs, items, n, &h);
 		pthread_mutex_lock(&r->lock);
 		unsigned ended = finish_items(bs, items, n);
+		if (!ended)
+			continue;
 		pthread_mutex_unlock(&r->lock);
 		for (unsigned j = 0; j < ended; j++)
-			phase_done(bs[j]);
+			phase_done(bs[j], &h);
 		pthread_mutex_lock(&r->lock);
 	}
 	r->workers--;
