@@ -39,3 +39,13 @@ def run_tests(tests, prefix, setup=None):
                 failures.append(test.__name__ + " raised")
     print("%s: %d failure(s)" % ("FAIL" if failures else "PASS", len(failures)))
     return 1 if failures else 0
+
+
+def need_numpy():
+    """numpy, or exit 77 (skip) where it is not installed."""
+    try:
+        import numpy
+    except ImportError:
+        print("skip: numpy is not installed")
+        sys.exit(77)
+    return numpy

@@ -13,12 +13,8 @@ directory, default build). Exit 0 pass, 1 fail, 77 skip (no numpy).
 import os
 import sys
 
-from pyharness import check, run_tests, to_numpy  # noqa: E402
-try:
-    import numpy as np
-except ImportError:
-    print("skip: numpy is not installed")
-    sys.exit(77)
+from pyharness import check, need_numpy, run_tests, to_numpy  # noqa: E402
+np = need_numpy()
 import ferry  # noqa: E402
 
 DTYPES = ["u1", "?", "i2", "f2", "f4", "i8", "f8", "c8", "c16"]

@@ -21,12 +21,8 @@ import mmap
 import sys
 import tempfile
 
-from pyharness import check, run_tests  # noqa: E402
-try:
-    import numpy as np
-except ImportError:
-    print("skip: numpy is not installed")
-    sys.exit(77)
+from pyharness import check, need_numpy, run_tests  # noqa: E402
+np = need_numpy()
 import ferry  # noqa: E402
 import npz_big  # noqa: E402
 

@@ -27,12 +27,8 @@ import subprocess
 import sys
 import tempfile
 
-from pyharness import ROOT, check, run_tests  # noqa: E402
-try:
-    import numpy as np
-except ImportError:
-    print("skip: numpy is not installed")
-    sys.exit(77)
+from pyharness import ROOT, check, need_numpy, run_tests  # noqa: E402
+np = need_numpy()
 import ferry  # noqa: E402
 import npz_big  # noqa: E402
 

@@ -20,12 +20,8 @@ import subprocess
 import sys
 import time
 
-from pyharness import ROOT, check, run_tests  # noqa: E402
-try:
-    import numpy as np
-except ImportError:
-    print("skip: numpy is not installed")
-    sys.exit(77)
+from pyharness import ROOT, check, need_numpy, run_tests  # noqa: E402
+np = need_numpy()
 import ferry  # noqa: E402,F401 -- the package must import here too
 
 SHIM = os.path.join(ROOT, os.environ.get("FERRY_BUILD", "build"), "shim", "slowread.so")

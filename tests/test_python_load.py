@@ -11,12 +11,8 @@ import struct
 import sys
 import weakref
 
-from pyharness import check, run_tests, to_numpy  # noqa: E402
-try:
-    import numpy as np
-except ImportError:
-    print("skip: numpy is not installed")
-    sys.exit(77)
+from pyharness import check, need_numpy, run_tests, to_numpy  # noqa: E402
+np = need_numpy()
 import ferry  # noqa: E402
 
 DTYPES = ["?", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8", "c8", "c16"]

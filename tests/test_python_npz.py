@@ -20,12 +20,8 @@ import re
 import subprocess
 import sys
 
-from pyharness import check, run_tests, to_numpy  # noqa: E402
-try:
-    import numpy as np
-except ImportError:
-    print("skip: numpy is not installed")
-    sys.exit(77)
+from pyharness import check, need_numpy, run_tests, to_numpy  # noqa: E402
+np = need_numpy()
 import ferry  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -18,12 +18,8 @@ import weakref
 # Host-device semantics (numpy views of ferry's memory): on the GPU machine
 # too, these run on the host device; CUDA is tests/test_python_gpu.py's.
 os.environ["FERRY_DEVICE"] = "host"
-from pyharness import check, run_tests  # noqa: E402
-try:
-    import numpy as np
-except ImportError:
-    print("skip: numpy is not installed")
-    sys.exit(77)
+from pyharness import check, need_numpy, run_tests  # noqa: E402
+np = need_numpy()
 import ferry  # noqa: E402
 
 DTYPES = ["?", "i1", "<i2", ">i4", "<i8", "u1", ">u2", "<f4", ">f8", "<c8", ">c16"]

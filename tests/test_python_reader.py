@@ -10,12 +10,8 @@ import os
 import sys
 import weakref
 
-from pyharness import check, run_tests, to_numpy  # noqa: E402
-try:
-    import numpy as np
-except ImportError:
-    print("skip: numpy is not installed")
-    sys.exit(77)
+from pyharness import check, need_numpy, run_tests, to_numpy  # noqa: E402
+np = need_numpy()
 import ferry  # noqa: E402
 from ferry import _lib  # noqa: E402
 

@@ -23,12 +23,8 @@ import subprocess
 import sys
 import threading
 
-from pyharness import ROOT, check, run_tests, to_numpy  # noqa: E402
-try:
-    import numpy as np
-except ImportError:
-    print("skip: numpy is not installed")
-    sys.exit(77)
+from pyharness import ROOT, check, need_numpy, run_tests, to_numpy  # noqa: E402
+np = need_numpy()
 import ferry  # noqa: E402
 from ferry import _lib  # noqa: E402
 
