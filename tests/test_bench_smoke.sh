@@ -13,10 +13,7 @@
 # Warm cache only: a cold run would drop the page cache of the whole machine.
 # FERRY_BUILD names the build directory (default build).
 # Exit 0 pass, 1 fail, 77 skip.
-BUILD=${FERRY_BUILD:-build}
-FERRY=$BUILD/ferry
-PY=${PYTHON:-/usr/bin/python3} # tests/run.sh exports the one with numpy
-[ -x "$FERRY" ] || { echo "FAIL: $FERRY is not built"; exit 1; }
+NAME=bench-smoke; . "$(dirname "$0")/shharness.sh" # PY: tests/run.sh exports the one with numpy
 # Under TSan the bench took 110 s of CI's 15 minutes and adds no interleaving
 # the reader and engine tests do not already run under it. ASan runs the C
 # harness (ferry bench) but not the Python scripts and bench/run.sh's report,
@@ -29,14 +26,6 @@ case "$BUILD" in
 esac
 [ -x "$PY" ] || { echo "skip: $PY not found (needed to parse the JSON)"; exit 77; }
 "$FERRY" bench --help >/dev/null 2>&1 || { echo "skip: $FERRY has no bench command"; exit 77; }
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/ferry-bench-smoke-XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT INT TERM
-failures=0
-
-fail() {
-	echo "FAIL: $*"
-	failures=$((failures + 1))
-}
 
 # The checks, on stdin: a ferry bench document (argument "bench", or
 # "ceilings" for --ceilings-only) or a python_alternatives one ("python").

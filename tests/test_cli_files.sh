@@ -6,31 +6,8 @@
 # its own dataset leaves no file of the old one; --on-error skip names every
 # skipped file with its reason, on stderr and in --json.
 # FERRY_BUILD names the build directory (default build). Exit 0 pass, 1 fail, 77 skip.
-BUILD=${FERRY_BUILD:-build}
-PY=${PYTHON:-/usr/bin/python3}
-[ -x "$BUILD/ferry" ] || { echo "FAIL: $BUILD/ferry is not built"; exit 1; }
-FERRY=$(cd "$BUILD" && pwd)/ferry  # the test runs in its temporary directory
+NAME=cli-files; . "$(dirname "$0")/shharness.sh"
 command -v "$PY" >/dev/null 2>&1 || { echo "skip: no $PY"; exit 77; }
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/ferry-cli-files-XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT INT TERM
-failures=0
-
-fail() {
-	echo "FAIL: $*"
-	failures=$((failures + 1))
-}
-
-run() {
-	want=$1
-	shift
-	"$@" >"$TMP/out" 2>"$TMP/err"
-	got=$?
-	[ "$got" -eq "$want" ] || {
-		fail "$* exited $got, expected $want"
-		sed 's/^/    out: /' "$TMP/out" | head -n 5
-		sed 's/^/    err: /' "$TMP/err" | head -n 5
-	}
-}
 
 # ---- read --dump ----
 mkdir "$TMP/work" && cd "$TMP/work" || exit 1
@@ -95,8 +72,4 @@ d = json.load(open(sys.argv[1]))
 assert d["files_skipped"] == 2 and [s["path"] for s in d["skipped"]] == ["sk/bad.npy", "sk/short.npy"], d
 assert d["skipped"][0]["error"] == "bad magic", d' "$TMP/out" || fail "skip --json: $(cat "$TMP/out")"
 
-if [ "$failures" -ne 0 ]; then
-	echo "$failures failures"
-	exit 1
-fi
-echo "ok"
+finish

@@ -11,22 +11,12 @@
 # member instead, naming the file, the member and libdeflate; it reads a dataset
 # of stored archives, and the test ends in a skip that counts the refusals.
 # FERRY_BUILD names the build directory (default build). Exit 0 pass, 1 fail, 77 skip.
-BUILD=${FERRY_BUILD:-build}
-PY=${PYTHON:-/usr/bin/python3}
-[ -x "$BUILD/ferry" ] || { echo "FAIL: $BUILD/ferry is not built"; exit 1; }
-FERRY=$(cd "$BUILD" && pwd)/ferry
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/ferry-cli-npz-XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT INT TERM
+NAME=cli-npz; . "$(dirname "$0")/shharness.sh"
 "$PY" tests/npz_cases.py "$TMP/c" >"$TMP/gen.log" 2>&1
 rc=$?
 [ $rc -eq 77 ] && { echo "skip: numpy is not installed for $PY"; exit 77; }
 [ $rc -eq 0 ] || { echo "FAIL: tests/npz_cases.py"; cat "$TMP/gen.log"; exit 1; }
 export FERRY_DEVICE=host
-failures=0
-fail() {
-	echo "FAIL: $*"
-	failures=$((failures + 1))
-}
 C=$TMP/c
 npz_line=$("$FERRY" env | grep '^npz:') || fail "ferry env has no npz: line"
 case $npz_line in *"stored and deflated"*) inflates=1 ;; *) inflates=0 ;; esac

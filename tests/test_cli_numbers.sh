@@ -5,19 +5,9 @@
 # exit status 2 and one line "ferry: OPTION VALUE: ..." before anything is
 # written; a shape whose payload overflows a .npy file is refused by ferry gen.
 # FERRY_BUILD names the build directory (default build). Exit 0 pass, 1 fail.
-BUILD=${FERRY_BUILD:-build}
-FERRY=$BUILD/ferry
-[ -x "$FERRY" ] || { echo "FAIL: $FERRY is not built"; exit 1; }
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/ferry-cli-numbers-XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT INT TERM
 # A tool that wrapped a shape around would write gigabytes: stop it at 16 MB.
+NAME=cli-numbers; . "$(dirname "$0")/shharness.sh"
 ulimit -f 32768
-failures=0
-
-fail() {
-	echo "FAIL: $*"
-	failures=$((failures + 1))
-}
 
 # refused OPTION VALUE CMD...: CMD (which passes OPTION VALUE) must exit 2 with
 # nothing on stdout and one line on stderr naming OPTION and VALUE (a value
@@ -114,8 +104,4 @@ for v in -18446744073709551615 " 4" 65 ""; do
 	[ $rc -eq 2 ] && grep -qF -- "--threads" "$TMP/err" || fail "bench --threads '$v': exit $rc"
 done
 
-if [ "$failures" -ne 0 ]; then
-	echo "$failures failures"
-	exit 1
-fi
-echo "ok"
+finish

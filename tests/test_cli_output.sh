@@ -7,32 +7,8 @@
 # read --help describes both modes and --no-header-cache; ferry --help lists
 # every variable of the README's environment table.
 # FERRY_BUILD names the build directory (default build). Exit 0 pass, 1 fail, 77 skip.
-BUILD=${FERRY_BUILD:-build}
-FERRY=$BUILD/ferry
-PY=${PYTHON:-/usr/bin/python3}
-[ -x "$FERRY" ] || { echo "FAIL: $FERRY is not built"; exit 1; }
+NAME=cli-output; . "$(dirname "$0")/shharness.sh"
 command -v "$PY" >/dev/null 2>&1 || { echo "skip: no $PY"; exit 77; }
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/ferry-cli-output-XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT INT TERM
-failures=0
-
-fail() {
-	echo "FAIL: $*"
-	failures=$((failures + 1))
-}
-
-# run WANT CMD...: runs CMD with stdout/stderr in $TMP/out and $TMP/err.
-run() {
-	want=$1
-	shift
-	"$@" >"$TMP/out" 2>"$TMP/err"
-	got=$?
-	[ "$got" -eq "$want" ] || {
-		fail "$* exited $got, expected $want"
-		sed 's/^/    out: /' "$TMP/out" | head -n 5
-		sed 's/^/    err: /' "$TMP/err" | head -n 5
-	}
-}
 
 # keys WHAT KEY...: $TMP/out is one JSON object with exactly these keys.
 keys() {
@@ -159,8 +135,4 @@ if [ -x "$BUILD/tests/test_env_table" ]; then
 	done <"$TMP/names"
 fi
 
-if [ "$failures" -ne 0 ]; then
-	echo "$failures failures"
-	exit 1
-fi
-echo "ok"
+finish

@@ -4,26 +4,15 @@
 # ETA ..." and clear it before the summary; never with --json or --quiet, and
 # never when stderr is a pipe.
 # FERRY_BUILD names the build directory (default build). Exit 0 pass, 1 fail, 77 skip.
-BUILD=${FERRY_BUILD:-build}
-FERRY=$BUILD/ferry
-PY=${PYTHON:-/usr/bin/python3}
-[ -x "$FERRY" ] || { echo "FAIL: $FERRY is not built"; exit 1; }
 # The tool draws the line on its main thread; the threads under it are the
 # reader's and the engine's, which their own tests run under ThreadSanitizer
 # (this one took 20 s of CI's 15 minutes there).
+NAME=cli-progress; . "$(dirname "$0")/shharness.sh"
 case "$BUILD" in
 *tsan*) echo "skip: the progress line under ThreadSanitizer (no thread of its own)"; exit 77 ;;
 esac
 command -v "$PY" >/dev/null 2>&1 || { echo "skip: no $PY"; exit 77; }
 "$PY" -c 'import os; os.close(os.openpty()[0])' 2>/dev/null || { echo "skip: no pseudo-terminal"; exit 77; }
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/ferry-cli-progress-XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT INT TERM
-failures=0
-
-fail() {
-	echo "FAIL: $*"
-	failures=$((failures + 1))
-}
 
 # on_tty CMD...: runs CMD with stderr on a pseudo-terminal and stdout to
 # $TMP/out; what reached the terminal goes to $TMP/tty. Returns CMD's status.
@@ -92,8 +81,4 @@ silent "read with stderr in a pipe"
 "$FERRY" demo --files 2 --size 4k 2>"$TMP/tty" >/dev/null
 silent "demo with stderr in a pipe"
 
-if [ "$failures" -ne 0 ]; then
-	echo "$failures failures"
-	exit 1
-fi
-echo "ok"
+finish
