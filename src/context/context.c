@@ -265,9 +265,10 @@ static void describe_mapped(ferry_ctx *ctx, char *buf, size_t len)
 	}
 	snprintf(buf, len, "warm files of %llu MiB or more are copied straight from the page "
 		 "cache, kept registered up to a pin budget of %llu MiB while %llu MiB of memory "
-		 "stays available: %s%s%s", (unsigned long long)(FERRY__MAPPED_MIN >> 20),
-		 (unsigned long long)(st.budget >> 20), (unsigned long long)(st.reserve >> 20),
-		 ctx->mapped_how, st.refused ? "; refused last: " : "", st.last_refusal);
+		 "stays available, registering %u%% of the time at most: %s%s%s",
+		 (unsigned long long)(FERRY__MAPPED_MIN >> 20), (unsigned long long)(st.budget >> 20),
+		 (unsigned long long)(st.reserve >> 20), ctx->set.pin_pace, ctx->mapped_how,
+		 st.refused ? "; refused last: " : "", st.last_refusal);
 }
 
 int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
