@@ -276,6 +276,10 @@ struct ferry__member {
 	struct ferry__npy_header h;
 	uint32_t head_crc;        /* stored: the CRC-32 of the header's bytes */
 	unsigned char *inflated;  /* deflated: the whole member, CRC checked */
+	/* Stored, in an archive small enough that the search for its directory
+	 * read it whole: those bytes (the reader's fetch takes the payload from
+	 * them instead of reading it again), else NULL. */
+	unsigned char *whole;
 	/* Deflated, once ferry__member_array made it: the array as C order and
 	 * native byte order (in inflated, or a transposed copy it owns). */
 	unsigned char *array;

@@ -324,6 +324,10 @@ int ferry__member_open(struct ferry__file *f, const char *key, struct ferry__mem
 		rc = stored_header(f, &t, m, head);
 	else if (rc == 0)
 		rc = inflate_member(f, &t, m);
+	if (rc == 0 && m->method == FERRY__ZIP_STORED && t.at == 0 && t.len == f->size) {
+		m->whole = t.bytes;
+		t.bytes = NULL;
+	}
 	free(t.bytes);
 	if (rc == 0 && head && m->inflated)
 		memcpy(head, m->inflated, ferry__head_len(&m->h));
@@ -337,7 +341,8 @@ void ferry__member_close(struct ferry__member *m)
 	if (m->array && m->array != m->inflated + m->h.data_offset)
 		free(m->array); /* a transposed copy */
 	free(m->inflated);
-	m->inflated = m->array = NULL;
+	free(m->whole);
+	m->inflated = m->array = m->whole = NULL;
 }
 
 int ferry__member_array(struct ferry__file *f, struct ferry__member *m,

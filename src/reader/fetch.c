@@ -280,19 +280,27 @@ static char *scratch_get(struct scratch *sc, size_t len)
 /* Reads the whole payload of s, a stored member, into host memory at into
  * (one read: the member's CRC-32 covers every byte of it; with a header from
  * the cache, the header's bytes before it in the same call, checked against
- * the cached ones), checks that the archive did not change since it was
- * opened, then the CRC-32 (these bytes after the header's). Returns 0 or an
- * error. */
+ * the cached ones; from the archive's bytes when its probe read it whole),
+ * checks that the archive did not change since it was opened, then the
+ * CRC-32 (these bytes after the header's). Returns 0 or an error. */
 static int read_stored(struct ferry_reader *r, struct slot *s, char *into)
 {
 	unsigned char head[FERRY__HEAD_MAX];
 	struct reqs q = { .v = q.stack, .cap = PACK_REQS };
 	size_t len = (size_t)s->h.data_size;
 	int rc = 0;
-	if (s->cached)
+	if (s->member->whole && (s->h.data_offset > s->f->size ||
+				 len > s->f->size - s->h.data_offset))
+		return ferry__fail(-FERRY_EFORMAT, "%s: member '%s' runs past the archive's end",
+				   s->f->path, r->key);
+	if (s->member->whole) {
+		memcpy(into, s->member->whole + s->h.data_offset, len);
+		s->stats.bytes_read += s->f->size; /* the probe's one read */
+		s->stats.reads++;
+	} else if (s->cached)
 		q.v[q.n++] = (struct ferry__io_req){ .dst = head, .len = ferry__slot_head_len(s),
 						     .offset = s->member->data_at };
-	if (len)
+	if (len && !s->member->whole)
 		q.v[q.n++] = (struct ferry__io_req){ .dst = into, .len = len,
 						     .offset = s->h.data_offset };
 	if (q.n) {

@@ -81,7 +81,7 @@ void ferry__headers_store(struct ferry_reader *r, const struct slot *s)
 		if (e->has_member) {
 			e->member = *s->member;
 			e->member.key = NULL;
-			e->member.inflated = e->member.array = NULL;
+			e->member.inflated = e->member.array = e->member.whole = NULL;
 		}
 		e->retired_next = NULL;
 		memcpy(e->head, s->head, len);
