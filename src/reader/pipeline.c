@@ -227,13 +227,27 @@ static struct ferry_batch *take_item(struct ferry_reader *r, struct item *it)
 	return b;
 }
 
-/* Takes one item, or a run of PACK items (of consecutive batches) that fits a
- * chunk, leaving each other IO thread its share of what is there. */
+/* The kind of the list's next item. */
+static enum item_kind next_kind(const struct ferry_reader *r)
+{
+	return r->work_head->items[r->work_head->next_item].kind;
+}
+
+/* Takes one item, a run of plans (of consecutive batches: one hold of the
+ * lock for all of them), or a run of PACK items that fits a chunk, leaving
+ * each other IO thread its share of what is there. */
 static unsigned take_items(struct ferry_reader *r, struct ferry_batch **bs, struct item *items)
 {
 	unsigned share = r->work_items / r->threads, n = 1;
 	uint64_t span;
 	bs[0] = take_item(r, &items[0]);
+	if (items[0].kind == ITEM_PLAN) {
+		while (n < MAX_GANG && n <= share && r->work_head && next_kind(r) == ITEM_PLAN) {
+			bs[n] = take_item(r, &items[n]);
+			n++;
+		}
+		return n;
+	}
 	if (!ferry__item_packs(bs[0], &items[0]))
 		return 1;
 	span = ferry__item_span(bs[0], &items[0]);
@@ -364,8 +378,10 @@ static void settle(struct ferry_reader *r, struct handoff *h)
 static void run_items(struct ferry_batch **bs, struct item *items, unsigned n, struct handoff *h)
 {
 	if (items[0].kind == ITEM_PLAN) {
-		set_slots(bs[0]->r, bs[0]);
-		continue_with(bs[0], ferry__plan(bs[0]), h);
+		for (unsigned j = 0; j < n; j++) {
+			set_slots(bs[j]->r, bs[j]);
+			continue_with(bs[j], ferry__plan(bs[j]), h);
+		}
 	}
 	else if (items[0].kind == ITEM_PROBE)
 		ferry__probe(bs[0], &bs[0]->slots[items[0].first]);
