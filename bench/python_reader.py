@@ -27,9 +27,10 @@ stops after --seconds-limit, or, warm, once every file was delivered and
 after the device is synchronized. Warm ferry.Reader runs measure the steady
 rate, as `ferry bench`'s reader rows: the first batch (its latency from
 Reader() is first_batch_s) and what arrives within --warmup-seconds after it
-are not counted, nor a whole first epoch of files of 4 MiB or more (the
-zero-copy path registers them in it; bench/direct_auto.sh measures that
-epoch); cold ones read the files once, timed from Reader(). Each
+are not counted, nor the first epochs of files of 4 MiB or more while the
+zero-copy path registers them (as `ferry bench`'s: until an epoch in which
+every file was copied from a mapping, 256 epochs or 10 s; bench/pin_pace.sh
+measures those epochs); cold ones read the files once, timed from Reader(). Each
 ferry.Reader run has a ferry.Context of its own, closed after it: the
 zero-copy path's registrations pin their files' pages, which a drop of the
 page cache leaves in memory, so a context shared across runs made later
@@ -305,21 +306,50 @@ def ferry_reader_loop(dev, reader, take, lim, verify, counts):
     return files, nbytes, batches
 
 
-# Files the zero-copy path maps (FERRY__MAPPED_MIN in src/load/load.h): its
-# first epoch registers them, every later one copies from the registrations.
+# Files the zero-copy path maps (FERRY__MAPPED_MIN in src/load/load.h): the
+# registrar registers them over the first epochs (FERRY_PIN_PACE), every
+# later epoch copies from the registrations.
 MAPPED_MIN = 4 << 20
+WARM_EPOCHS_MAX, WARM_SECONDS_MAX = 256, 10.0  # as tools/bench/reader.c's
 
 
-def warm_up(dev, reader, take, verify, seconds, epoch_files):
+class Registering:
+    """Whether the files of a mapped dataset (nfiles an epoch; 0: not mapped)
+    are still being registered, looked at each epoch's end (taken: the files
+    taken so far): not once an epoch copied every file from a mapping, or
+    after WARM_EPOCHS_MAX epochs."""
+
+    def __init__(self, reader, nfiles, taken):
+        self.reader, self.nfiles, self.taken = reader, nfiles, taken
+        self.epochs, self.at_epoch = 0, reader.stats()["files_mapped"]
+
+    def after(self, files):
+        if not self.nfiles:
+            return False
+        self.taken += files
+        if self.taken % self.nfiles:
+            return True
+        mapped = self.reader.stats()["files_mapped"]
+        this, self.at_epoch = mapped - self.at_epoch, mapped
+        self.epochs += 1
+        return this < self.nfiles and self.epochs < WARM_EPOCHS_MAX
+
+
+def warm_up(dev, reader, take, verify, seconds, nfiles, taken):
     """Takes (and does not count) the batches of the next seconds (the window
-    that loaded while the first batch was awaited lands in a burst), and at
-    least epoch_files samples (a whole first epoch of mapped files; 0: none)."""
-    t0, files = time.perf_counter(), 0
-    while time.perf_counter() - t0 < seconds or files < epoch_files:
+    that loaded while the first batch was awaited lands in a burst), and
+    (nfiles: a mapped dataset's files an epoch, else 0) whole epochs while its
+    files are being registered (Registering), at most WARM_SECONDS_MAX.
+    Returns the whole epochs taken so."""
+    t0, reg = time.perf_counter(), Registering(reader, nfiles, taken)
+    registering = bool(nfiles) and taken % nfiles != 0
+    while time.perf_counter() - t0 < seconds or (
+            registering and time.perf_counter() - t0 < WARM_SECONDS_MAX):
         got = take_next(dev, reader, take, verify, {})
         if got is None:
-            return
-        files += got[0]
+            break
+        registering = reg.after(got[0])
+    return reg.epochs
 
 
 def timed_reader(args, paths, dev, batch, take, verify, cache):
@@ -340,8 +370,10 @@ def timed_reader(args, paths, dev, batch, take, verify, cache):
         first_batch_s = time.perf_counter() - lim.t0
         counts = (first[0], first[1], 1)
         if cache == "warm":
-            warm_up(dev, reader, take, verify, lim.warmup,
-                    len(paths) - first[0] if args.mapped else 0)
+            epochs = warm_up(dev, reader, take, verify, lim.warmup,
+                             len(paths) if args.mapped else 0, first[0])
+            if epochs:
+                note += "; warm-up of %d epoch%s (registering)" % (epochs, "s" * (epochs > 1))
             lim.start()
             cpu0, counts = cpu_seconds(), (0, 0, 0)
         files, nbytes, batches = ferry_reader_loop(dev, reader, take, lim, verify, counts)

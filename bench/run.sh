@@ -44,8 +44,10 @@
 #                  (0.5; --quick 0.05) and stop once every file was delivered
 #                  after that; they count nothing of their first batch and of
 #                  READER_WARMUP seconds after it (0.25; --quick 0.05), nor,
-#                  for files of 4 MiB or more, of a whole first epoch (the
-#                  zero-copy path registers them in it)
+#                  for files of 4 MiB or more, of the first epochs while the
+#                  zero-copy path registers them (until one copied every file
+#                  from a mapping; at most 256 epochs or 10 s; the row's note
+#                  says how many)
 #   READER_BATCHES batch sizes of the reader rows (1,4,32,256)
 #   READER_REPEATS runs of each reader row, as --repeats (3; --quick 1); the
 #                  report's row is their median

@@ -154,6 +154,27 @@ else
 	sed 's/^/    err: /' "$TMP/err" | tail -n 10
 fi
 
+# Warm rows over files the zero-copy path maps are timed once they are
+# registered, however slowly (FERRY_PIN_PACE=1: over many epochs): the note
+# counts the warm-up's epochs, and every timed file came from a mapping.
+"$FERRY" gen --out "$TMP/mapped" --files 6 --size 4M --quiet || fail "ferry gen of 4 MiB files"
+if FERRY_PIN_PACE=1 "$FERRY" bench --json --device host --dir "$TMP/mapped" --workload mapped --tools reader \
+	--batch-sizes 2 --cache warm --seconds-limit 0.3 --min-seconds 0.1 --warmup-seconds 0 >"$TMP/mapped.json" \
+	2>"$TMP/err"; then
+	"$PY" -c '
+import json, re, sys
+runs = [r for r in json.load(open(sys.argv[1]))["runs"] if r.get("tool") == "reader"]
+assert runs, "no reader row"
+for r in runs:
+    note = r.get("note") or ""
+    m = re.search(r"buffered (\d+), direct (\d+), copied from a mapping (\d+)", note)
+    assert "warm-up of" in note and m and m.group(1) == m.group(2) == "0" and int(m.group(3)) > 0, note
+' "$TMP/mapped.json" || fail "warm reader rows over 4 MiB files: timed before every file was mapped"
+else
+	fail "ferry bench --tools reader over 4 MiB files exited $?"
+	sed 's/^/    err: /' "$TMP/err" | tail -n 10
+fi
+
 for bad in "--tools nosuch" "--threads 0" "--cache lukewarm" "--chunk 3000" "--frobnicate" \
 	"--batch-sizes 0" "--batch-sizes 1,x" "--reader-threads 0" "--ceiling-threads 65"; do
 	# shellcheck disable=SC2086 # split on purpose

@@ -8,11 +8,13 @@
  * read-only ceiling's: the first batch (its latency from ferry_reader_open
  * is reported apart as first_batch_s) and those arriving within
  * --warmup-seconds after it (the window that was loading meanwhile lands in a
- * burst) are taken but not counted, and so is a whole first epoch of files
- * the zero-copy path maps (FERRY__MAPPED_MIN and larger: that epoch
- * registers them, every later one copies from the registrations; the first
- * epoch's own rate is bench/direct_auto.sh's); the timing starts there and ends at the
- * last batch released. Cold runs read the files once, timed from
+ * burst) are taken but not counted, and so are the first epochs of files
+ * the zero-copy path maps (FERRY__MAPPED_MIN and larger), until one in which
+ * every file was copied from a mapping (the registrar registers them over
+ * these epochs, at FERRY_PIN_PACE's share of the time; the first epoch's own
+ * rate is bench/pin_pace.sh's), or WARM_EPOCHS_MAX of them, or WARM_SECONDS_MAX
+ * seconds (a pin budget too small for the files); the timing starts
+ * there and ends at the last batch released. Cold runs read the files once, timed from
  * ferry_reader_open, as the cold read-only run. A run stops at seconds_limit
  * only once it has counted MIN_BATCHES batches (or at 4 x seconds_limit).
  * The CPU time is the process's over the same span (user + system, the
@@ -37,6 +39,9 @@
 #include "load/load.h"
 
 #define MIN_BATCHES 3 /* counted before seconds_limit may end a run */
+/* A warm run's warm-up over mapped files, at most (still_registering). */
+#define WARM_EPOCHS_MAX 256
+#define WARM_SECONDS_MAX 10.0
 
 /* A file of the dataset, for finding a sample's file by its path. */
 struct by_path {
@@ -63,6 +68,10 @@ struct reader_run {
 	uint64_t t0;            /* when the timing began */
 	double warmup;          /* warm: seconds after the first batch not counted */
 	double first_batch_s;   /* ferry_reader_open to the first batch taken */
+	/* Warming up over mapped files: whole epochs taken, the reader's count
+	 * of mapped files when the last one began. */
+	unsigned warm_epochs;
+	uint64_t mapped_at_epoch;
 	/* The reader's counters when the timing began, then the timed part's. */
 	struct ferry_reader_stats at_t0, timed;
 	int error;
@@ -291,13 +300,31 @@ static void reader_loop(struct reader_run *rr)
 		;
 }
 
-/* Whether a warm run is still warming up: within rr->warmup seconds of the
- * first batch, or (files the zero-copy path maps) short of a whole epoch. */
-static int warming_up(const struct reader_run *rr, uint64_t first_ns)
+/* Whether files the zero-copy path maps are still being registered: within
+ * an epoch, or after one that did not copy every file from a mapping (at most
+ * WARM_EPOCHS_MAX epochs). Call it after each batch. */
+static int still_registering(struct reader_run *rr)
 {
-	if ((double)(ferry__now_ns() - first_ns) / 1e9 < rr->warmup)
+	if (rr->ds->max_file_size < FERRY__MAPPED_MIN)
+		return 0;
+	if (rr->samples == 0 || rr->samples % rr->ds->count)
 		return 1;
-	return rr->ds->max_file_size >= FERRY__MAPPED_MIN && rr->samples < rr->ds->count;
+	if (rr->samples / rr->ds->count == rr->warm_epochs)
+		return 1; /* this epoch's end was looked at already */
+	struct ferry_reader_stats now;
+	ferry_reader_stats(rr->reader, &now, sizeof(now));
+	uint64_t mapped = now.files_mapped - rr->mapped_at_epoch;
+	rr->warm_epochs = (unsigned)(rr->samples / rr->ds->count);
+	rr->mapped_at_epoch = now.files_mapped;
+	return mapped < rr->ds->count && rr->warm_epochs < WARM_EPOCHS_MAX;
+}
+
+/* Whether a warm run is still warming up: within rr->warmup seconds of the
+ * first batch, or while mapped files are being registered. */
+static int warming_up(struct reader_run *rr, uint64_t first_ns)
+{
+	double s = (double)(ferry__now_ns() - first_ns) / 1e9;
+	return s < rr->warmup || (still_registering(rr) && s < WARM_SECONDS_MAX);
 }
 
 /* Takes the first batch; warm (steady), also those of the warm-up
@@ -363,16 +390,28 @@ static void reader_measure(ferry_ctx *ctx, struct reader_run *rr,
 	snprintf(m->message, sizeof(m->message), "%s", rr->message);
 }
 
+/* " of N epochs" when the warm-up took whole epochs of mapped files. */
+static const char *warm_epochs_note(const struct reader_run *rr)
+{
+	static _Thread_local char text[48];
+	text[0] = 0;
+	if (rr->warm_epochs)
+		snprintf(text, sizeof(text), " of %u epoch%s (registering)", rr->warm_epochs,
+			 rr->warm_epochs == 1 ? "" : "s");
+	return text;
+}
+
 static void describe_row(struct ferry_bench_run *run, const struct ferry_bench_dataset *ds,
 			 const struct reader_run *rr)
 {
 	int n = snprintf(run->note, sizeof(run->note),
-			 "prefetch auto; batches: %llu; %s; first batch %.3g s after open; files "
+			 "prefetch auto; batches: %llu; %s%s; first batch %.3g s after open; files "
 			 "read buffered %llu, direct %llu, copied from a mapping %llu",
 			 (unsigned long long)rr->batches,
 			 rr->lim->min_seconds > 0 ? "timed after the first batch and a warm-up"
 						  : "one pass from open",
-			 rr->first_batch_s, (unsigned long long)rr->timed.files_buffered,
+			 warm_epochs_note(rr), rr->first_batch_s,
+			 (unsigned long long)rr->timed.files_buffered,
 			 (unsigned long long)rr->timed.files_direct,
 			 (unsigned long long)rr->timed.files_mapped);
 
