@@ -342,7 +342,7 @@ def warm_up(dev, reader, take, verify, seconds, nfiles, taken):
     files are being registered (Registering), at most WARM_SECONDS_MAX.
     Returns the whole epochs taken so."""
     t0, reg = time.perf_counter(), Registering(reader, nfiles, taken)
-    registering = bool(nfiles) and taken % nfiles != 0
+    registering = bool(nfiles)  # an epoch the first batch ended is not looked at: one more
     while time.perf_counter() - t0 < seconds or (
             registering and time.perf_counter() - t0 < WARM_SECONDS_MAX):
         got = take_next(dev, reader, take, verify, {})

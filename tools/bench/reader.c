@@ -323,8 +323,9 @@ static int still_registering(struct reader_run *rr)
  * first batch, or while mapped files are being registered. */
 static int warming_up(struct reader_run *rr, uint64_t first_ns)
 {
+	int registering = still_registering(rr); /* every batch: no epoch's end unseen */
 	double s = (double)(ferry__now_ns() - first_ns) / 1e9;
-	return s < rr->warmup || (still_registering(rr) && s < WARM_SECONDS_MAX);
+	return s < rr->warmup || (registering && s < WARM_SECONDS_MAX);
 }
 
 /* Takes the first batch; warm (steady), also those of the warm-up
