@@ -316,23 +316,22 @@ WARM_EPOCHS_MAX, WARM_SECONDS_MAX = 256, 10.0  # as tools/bench/reader.c's
 class Registering:
     """Whether the files of a mapped dataset (nfiles an epoch; 0: not mapped)
     are still being registered, looked at each epoch's end (taken: the files
-    taken so far): not once an epoch copied every file from a mapping, or
-    after WARM_EPOCHS_MAX epochs."""
+    taken so far): until an epoch copied every file from a mapping, or
+    WARM_EPOCHS_MAX epochs."""
 
     def __init__(self, reader, nfiles, taken):
         self.reader, self.nfiles, self.taken = reader, nfiles, taken
         self.epochs, self.at_epoch = 0, reader.stats()["files_mapped"]
+        self.registered = not nfiles
 
     def after(self, files):
-        if not self.nfiles:
-            return False
         self.taken += files
-        if self.taken % self.nfiles:
-            return True
-        mapped = self.reader.stats()["files_mapped"]
-        this, self.at_epoch = mapped - self.at_epoch, mapped
-        self.epochs += 1
-        return this < self.nfiles and self.epochs < WARM_EPOCHS_MAX
+        if not self.registered and self.taken % self.nfiles == 0:
+            mapped = self.reader.stats()["files_mapped"]
+            this, self.at_epoch = mapped - self.at_epoch, mapped
+            self.epochs += 1
+            self.registered = this >= self.nfiles or self.epochs >= WARM_EPOCHS_MAX
+        return not self.registered
 
 
 def warm_up(dev, reader, take, verify, seconds, nfiles, taken):
@@ -342,7 +341,7 @@ def warm_up(dev, reader, take, verify, seconds, nfiles, taken):
     files are being registered (Registering), at most WARM_SECONDS_MAX.
     Returns the whole epochs taken so."""
     t0, reg = time.perf_counter(), Registering(reader, nfiles, taken)
-    registering = bool(nfiles)  # an epoch the first batch ended is not looked at: one more
+    registering = not reg.registered  # an epoch the first batch ended is not looked at
     while time.perf_counter() - t0 < seconds or (
             registering and time.perf_counter() - t0 < WARM_SECONDS_MAX):
         got = take_next(dev, reader, take, verify, {})

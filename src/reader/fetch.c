@@ -277,30 +277,31 @@ static char *scratch_get(struct scratch *sc, size_t len)
 	return sc->p;
 }
 
-/* Reads the whole payload of s, a stored member, into host memory at into
- * (one read: the member's CRC-32 covers every byte of it; with a header from
- * the cache, the header's bytes before it in the same call, checked against
- * the cached ones; from the archive's bytes when its probe read it whole),
- * checks that the archive did not change since it was opened, then the
- * CRC-32 (these bytes after the header's). Returns 0 or an error. */
-static int read_stored(struct ferry_reader *r, struct slot *s, char *into)
+/* The payload of s, a stored member whose probe read the whole archive,
+ * from those bytes into into. Returns 0 or -FERRY_EFORMAT. */
+static int take_probed(struct ferry_reader *r, struct slot *s, char *into, size_t len)
+{
+	if (s->h.data_offset > s->f->size || len > s->f->size - s->h.data_offset)
+		return ferry__fail(-FERRY_EFORMAT, "%s: member '%s' runs past the archive's end",
+				   s->f->path, r->key);
+	memcpy(into, s->member->whole + s->h.data_offset, len);
+	s->stats.bytes_read += s->f->size; /* the probe's one read */
+	s->stats.reads++;
+	return 0;
+}
+
+/* The payload of s, a stored member, read into into in one call; with a
+ * header from the cache, the header's bytes before it, checked against the
+ * cached ones. Returns 0 or an error. */
+static int read_payload(struct ferry_reader *r, struct slot *s, char *into, size_t len)
 {
 	unsigned char head[FERRY__HEAD_MAX];
 	struct reqs q = { .v = q.stack, .cap = PACK_REQS };
-	size_t len = (size_t)s->h.data_size;
 	int rc = 0;
-	if (s->member->whole && (s->h.data_offset > s->f->size ||
-				 len > s->f->size - s->h.data_offset))
-		return ferry__fail(-FERRY_EFORMAT, "%s: member '%s' runs past the archive's end",
-				   s->f->path, r->key);
-	if (s->member->whole) {
-		memcpy(into, s->member->whole + s->h.data_offset, len);
-		s->stats.bytes_read += s->f->size; /* the probe's one read */
-		s->stats.reads++;
-	} else if (s->cached)
+	if (s->cached)
 		q.v[q.n++] = (struct ferry__io_req){ .dst = head, .len = ferry__slot_head_len(s),
 						     .offset = s->member->data_at };
-	if (len && !s->member->whole)
+	if (len)
 		q.v[q.n++] = (struct ferry__io_req){ .dst = into, .len = len,
 						     .offset = s->h.data_offset };
 	if (q.n) {
@@ -311,6 +312,18 @@ static int read_stored(struct ferry_reader *r, struct slot *s, char *into)
 			s->stats.bytes_read += q.v[i].len;
 		s->stats.reads += q.n;
 	}
+	return rc;
+}
+
+/* The whole payload of s, a stored member, in host memory at into (the
+ * member's CRC-32 covers every byte of it): from the archive's bytes when its
+ * probe read it whole, else read (read_payload); then checks that the archive
+ * did not change since it was opened, and the CRC-32 (these bytes after the
+ * header's). Returns 0 or an error. */
+static int read_stored(struct ferry_reader *r, struct slot *s, char *into)
+{
+	size_t len = (size_t)s->h.data_size;
+	int rc = s->member->whole ? take_probed(r, s, into, len) : read_payload(r, s, into, len);
 	if (rc == 0)
 		rc = ferry__io_check_unchanged(s->f);
 	if (rc == 0)

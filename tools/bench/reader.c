@@ -69,9 +69,11 @@ struct reader_run {
 	double warmup;          /* warm: seconds after the first batch not counted */
 	double first_batch_s;   /* ferry_reader_open to the first batch taken */
 	/* Warming up over mapped files: whole epochs taken, the reader's count
-	 * of mapped files when the last one began. */
+	 * of mapped files when the last one began, and whether one copied every
+	 * file from a mapping (or WARM_EPOCHS_MAX passed). */
 	unsigned warm_epochs;
 	uint64_t mapped_at_epoch;
+	int registered;
 	/* The reader's counters when the timing began, then the timed part's. */
 	struct ferry_reader_stats at_t0, timed;
 	int error;
@@ -300,23 +302,23 @@ static void reader_loop(struct reader_run *rr)
 		;
 }
 
-/* Whether files the zero-copy path maps are still being registered: within
- * an epoch, or after one that did not copy every file from a mapping (at most
- * WARM_EPOCHS_MAX epochs). Call it after each batch. */
+/* Whether files the zero-copy path maps are still being registered: until an
+ * epoch copied every file from a mapping (at most WARM_EPOCHS_MAX epochs).
+ * Call it after each batch: it looks at each epoch's end once. */
 static int still_registering(struct reader_run *rr)
 {
 	if (rr->ds->max_file_size < FERRY__MAPPED_MIN)
 		return 0;
-	if (rr->samples == 0 || rr->samples % rr->ds->count)
-		return 1;
-	if (rr->samples / rr->ds->count == rr->warm_epochs)
-		return 1; /* this epoch's end was looked at already */
-	struct ferry_reader_stats now;
-	ferry_reader_stats(rr->reader, &now, sizeof(now));
-	uint64_t mapped = now.files_mapped - rr->mapped_at_epoch;
-	rr->warm_epochs = (unsigned)(rr->samples / rr->ds->count);
-	rr->mapped_at_epoch = now.files_mapped;
-	return mapped < rr->ds->count && rr->warm_epochs < WARM_EPOCHS_MAX;
+	uint64_t epochs = rr->samples / rr->ds->count;
+	if (!rr->registered && rr->samples % rr->ds->count == 0 && epochs > rr->warm_epochs) {
+		struct ferry_reader_stats now;
+		ferry_reader_stats(rr->reader, &now, sizeof(now));
+		rr->registered = now.files_mapped - rr->mapped_at_epoch >= rr->ds->count ||
+				 epochs >= WARM_EPOCHS_MAX;
+		rr->warm_epochs = (unsigned)epochs;
+		rr->mapped_at_epoch = now.files_mapped;
+	}
+	return !rr->registered;
 }
 
 /* Whether a warm run is still warming up: within rr->warmup seconds of the
@@ -391,27 +393,20 @@ static void reader_measure(ferry_ctx *ctx, struct reader_run *rr,
 	snprintf(m->message, sizeof(m->message), "%s", rr->message);
 }
 
-/* " of N epochs" when the warm-up took whole epochs of mapped files. */
-static const char *warm_epochs_note(const struct reader_run *rr)
-{
-	static _Thread_local char text[48];
-	text[0] = 0;
-	if (rr->warm_epochs)
-		snprintf(text, sizeof(text), " of %u epoch%s (registering)", rr->warm_epochs,
-			 rr->warm_epochs == 1 ? "" : "s");
-	return text;
-}
-
 static void describe_row(struct ferry_bench_run *run, const struct ferry_bench_dataset *ds,
 			 const struct reader_run *rr)
 {
+	char warm_epochs[48] = ""; /* when the warm-up took whole epochs of mapped files */
+	if (rr->warm_epochs)
+		snprintf(warm_epochs, sizeof(warm_epochs), " of %u epoch%s (registering)",
+			 rr->warm_epochs, rr->warm_epochs == 1 ? "" : "s");
 	int n = snprintf(run->note, sizeof(run->note),
 			 "prefetch auto; batches: %llu; %s%s; first batch %.3g s after open; files "
 			 "read buffered %llu, direct %llu, copied from a mapping %llu",
 			 (unsigned long long)rr->batches,
 			 rr->lim->min_seconds > 0 ? "timed after the first batch and a warm-up"
 						  : "one pass from open",
-			 warm_epochs_note(rr), rr->first_batch_s,
+			 warm_epochs, rr->first_batch_s,
 			 (unsigned long long)rr->timed.files_buffered,
 			 (unsigned long long)rr->timed.files_direct,
 			 (unsigned long long)rr->timed.files_mapped);
