@@ -50,8 +50,19 @@ DEFLATE_LIB := $(DEFLATE_A)
 endif
 endif
 
+# zlib, for reading a deflated member's .npy header alone (ferry info):
+# libdeflate inflates a whole stream at once, zlib a stream's first bytes.
+# Linked statically too. Without it ferry info inflates the whole member.
+ZLIB_A := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libz.a /usr/lib/libz.a /usr/local/lib/libz.a))
+ifneq ($(ZLIB_A),)
+ifneq ($(wildcard /usr/include/zlib.h),)
+CPPFLAGS += -DFERRY_HAVE_ZLIB
+ZLIB_LIB := $(ZLIB_A)
+endif
+endif
+
 # The static libraries every binary links after libferry.
-STATIC_LIBS := $(URING_LIB) $(DEFLATE_LIB)
+STATIC_LIBS := $(URING_LIB) $(DEFLATE_LIB) $(ZLIB_LIB)
 
 # Quiet by default, as kernel-style builds are: "  CC      build/obj/x.o".
 V ?= 0
@@ -174,12 +185,13 @@ install: all
 	$(Q)ln -sf libferry.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libferry.so
 	$(Q)install -m 644 $(BUILD)/libferry.a $(DESTDIR)$(PREFIX)/lib/
 	$(Q)install -m 755 $(BUILD)/ferry $(DESTDIR)$(PREFIX)/bin/
-	@# -luring when the library calls io_uring: a build carried from a machine
-	@# with liburing installs on one without it.
+	@# -luring (-ldeflate, -lz) when the library calls io_uring (libdeflate,
+	@# zlib): a build carried from a machine with them installs on one without.
 	$(Q)uring=$$(nm $(BUILD)/libferry.a 2>/dev/null | grep -q ' U io_uring_' && echo -luring); \
 	deflate=$$(nm $(BUILD)/libferry.a 2>/dev/null | grep -q ' U libdeflate_' && echo -ldeflate); \
+	zlib=$$(nm $(BUILD)/libferry.a 2>/dev/null | grep -q ' U inflate' && echo -lz); \
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
-		-e "s|@LIBS_PRIVATE@|$$uring $$deflate $(strip $(LDLIBS))|g" ferry.pc.in \
+		-e "s|@LIBS_PRIVATE@|$$uring $$deflate $$zlib $(strip $(LDLIBS))|g" ferry.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ferry.pc
 	$(Q)if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then \
 		ldconfig; \

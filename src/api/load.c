@@ -27,14 +27,15 @@ static int check_path(const char *path)
 	return path ? 0 : ferry__fail(-EINVAL, "path is NULL");
 }
 
-/* The header of the .npy at path, or of its member key (NULL: path is a .npy). */
+/* The header of the .npy at path, or of its member key (NULL: path is a .npy),
+ * with the member open for loading, or (header_only) its header alone. */
 static int read_header(struct ferry__file *f, const char *key, struct ferry__npy_header *h,
-		       unsigned char *head, struct ferry__member *m)
+		       unsigned char *head, struct ferry__member *m, int header_only)
 {
 	*m = (struct ferry__member){ 0 };
 	if (!key)
 		return ferry__load_header(f, h, head);
-	int rc = ferry__member_open(f, key, m, head);
+	int rc = header_only ? ferry__member_header(f, key, m) : ferry__member_open(f, key, m, head);
 	if (rc == 0)
 		*h = m->h;
 	return rc;
@@ -51,7 +52,7 @@ int ferry_info_member(const char *path, const char *key, struct ferry_array_info
 	rc = ferry__io_posix.open(NULL, path, 0, &f);
 	if (rc < 0)
 		return rc;
-	rc = read_header(f, key, &h, NULL, &m);
+	rc = read_header(f, key, &h, NULL, &m, 1);
 	if (rc == 0)
 		ferry__info_from_header(&h, out);
 	ferry__member_close(&m);
@@ -98,7 +99,7 @@ static int load_file(ferry_ctx *ctx, const char *path, const char *key, void **d
 	int rc = ferry__load_open(ld, path, &f);
 	if (rc < 0)
 		return rc;
-	if ((rc = read_header(f, key, &h, head, &m)) < 0)
+	if ((rc = read_header(f, key, &h, head, &m, 0)) < 0)
 		goto out;
 	if (*dst && dst_len < h.data_size) {
 		rc = ferry__fail(-ENOSPC, "%s: array needs %llu bytes, buffer holds %zu", path,

@@ -90,5 +90,14 @@ int ferry__inflate_raw(const void *in, size_t in_len, void *out, size_t out_len,
 		       size_t why_len);
 /* 1 when this build inflates (libdeflate), else 0. */
 int ferry__inflate_available(void);
+/* Inflates the first bytes of the raw deflate stream that begins with
+ * in[0..in_len) (a prefix of the stream, or all of it) into out, at most want
+ * of them: *got says how many (fewer when in ran out first, or the stream
+ * ended). Returns 0, -FERRY_EFORMAT (corrupt data within in), -ENOMEM or
+ * -FERRY_EUNSUPPORTED (built without zlib), with a reason in why. */
+int ferry__inflate_prefix(const void *in, size_t in_len, void *out, size_t want, size_t *got,
+			  char *why, size_t why_len);
+/* 1 when this build inflates a stream's first bytes alone (zlib), else 0. */
+int ferry__inflate_prefix_available(void);
 
 #endif

@@ -2,6 +2,8 @@
  * CRC-32 and raw deflate for .npz members (base.h): libdeflate where the build
  * found it (linked statically, as liburing is), else a table CRC and no
  * inflate. bench/inflate_libs.c measured libdeflate against zlib (docs/design.md).
+ * A stream's first bytes alone (a member's .npy header for ferry info) come
+ * from zlib where the build found it: libdeflate inflates whole streams only.
  */
 #include "base/base.h"
 
@@ -11,6 +13,10 @@
 
 #ifdef FERRY_HAVE_LIBDEFLATE
 #include <libdeflate.h>
+#endif
+#ifdef FERRY_HAVE_ZLIB
+#include <limits.h>
+#include <zlib.h>
 #endif
 
 #define CRC_POLY 0xedb88320u /* CRC-32 (zip, gzip), bits reflected */
@@ -114,3 +120,43 @@ uint32_t ferry__crc32_combine(uint32_t crc1, uint32_t crc2, uint64_t len2)
 	}
 	return multmodp(shift, crc1) ^ crc2;
 }
+
+#ifdef FERRY_HAVE_ZLIB
+int ferry__inflate_prefix(const void *in, size_t in_len, void *out, size_t want, size_t *got,
+			  char *why, size_t why_len)
+{
+	z_stream z = { .next_in = (Bytef *)in, .avail_in = in_len < UINT_MAX ? in_len : UINT_MAX,
+		       .next_out = out, .avail_out = want < UINT_MAX ? want : UINT_MAX };
+	*got = 0;
+	if (inflateInit2(&z, -MAX_WBITS) != Z_OK) /* negative: raw deflate, no zlib header */
+		return -ENOMEM;
+	int rc = inflate(&z, Z_SYNC_FLUSH);
+	*got = (size_t)(z.next_out - (Bytef *)out);
+	snprintf(why, why_len, "corrupt deflate data (zlib: %s)", z.msg ? z.msg : "no reason");
+	inflateEnd(&z);
+	/* Z_BUF_ERROR: no progress possible, in ran out (or want was 0). */
+	if (rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR)
+		return 0;
+	return rc == Z_MEM_ERROR ? -ENOMEM : -FERRY_EFORMAT;
+}
+
+int ferry__inflate_prefix_available(void)
+{
+	return 1;
+}
+#else
+int ferry__inflate_prefix(const void *in, size_t in_len, void *out, size_t want, size_t *got,
+			  char *why, size_t why_len)
+{
+	(void)in, (void)in_len, (void)out, (void)want;
+	*got = 0;
+	snprintf(why, why_len, "inflating a stream's first bytes needs zlib, which this build "
+		 "lacks");
+	return -FERRY_EUNSUPPORTED;
+}
+
+int ferry__inflate_prefix_available(void)
+{
+	return 0;
+}
+#endif

@@ -302,9 +302,13 @@ int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 			ld->io_ops->placement == FERRY__STAGE_DEVICE ? "device" : "pinned host",
 			ctx->set.lanes, ctx->set.lanes == 1 ? "" : "s", ctx->set.max_buffers,
 			ld->threads, ferry__direct_name(ld->direct), direct, convert, mapped,
-			ferry__inflate_available()
-				? "stored and deflated members (libdeflate)"
-				: "stored members; deflated ones need libdeflate, which this build lacks");
+			!ferry__inflate_available()
+				? "stored members; deflated ones need libdeflate, which this build lacks"
+			: ferry__inflate_prefix_available()
+				? "stored and deflated members (libdeflate); info inflates a deflated "
+				  "member's header alone (zlib)"
+				: "stored and deflated members (libdeflate); info inflates a deflated "
+				  "member whole (no zlib in this build)");
 }
 
 const char *ferry_ctx_device_kind(ferry_ctx *ctx)

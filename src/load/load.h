@@ -298,6 +298,14 @@ struct ferry__member {
  */
 int ferry__member_open(struct ferry__file *f, const char *key, struct ferry__member *m,
 		       unsigned char head[FERRY__HEAD_MAX]);
+/*
+ * Locates key's member and parses its .npy header alone (ferry_info_member):
+ * as ferry__member_open, but a deflated member's header is inflated from its
+ * first compressed bytes (zlib), its payload neither read nor checked, where
+ * the build has zlib (without it, inflated whole as ferry__member_open
+ * does). Close m with ferry__member_close.
+ */
+int ferry__member_header(struct ferry__file *f, const char *key, struct ferry__member *m);
 /* Frees what ferry__member_open kept (the inflated bytes, the array). */
 void ferry__member_close(struct ferry__member *m);
 /*

@@ -235,9 +235,46 @@ static int parse_member_header(struct ferry__file *f, struct ferry__member *m,
 	return rc < 0 ? member_fail(rc, f, m->key, "%s", why) : 0;
 }
 
-/* A stored member's first bytes into *out (malloc'd), *have of them: its
- * first HEAD_PROBE, or its whole .npy header when that is longer and the
- * member holds it. */
+/* Compressed bytes read beyond a deflated member's wanted output, for the
+ * stream's block headers (a dynamic block's tables take up to about 300). */
+#define INFLATE_SLACK 1024
+
+/* The first len bytes of a deflated member into out, inflated from as few of
+ * its compressed bytes as give them: *have of them (fewer when the stream
+ * ends first). */
+static int inflate_prefix(struct ferry__file *f, const struct tail *t, const struct ferry__member *m,
+			  unsigned char *out, size_t len, size_t *have)
+{
+	char why[200];
+	uint64_t in_len = m->csize < (uint64_t)len + INFLATE_SLACK ? m->csize : len + INFLATE_SLACK;
+	for (;;) {
+		unsigned char *in = malloc(in_len ? in_len : 1);
+		if (!in)
+			return ferry__fail(-ENOMEM, "%s: out of memory reading a header", f->path);
+		int rc = archive_read(f, t, in, in_len, m->data_at);
+		if (rc == 0 && (rc = ferry__inflate_prefix(in, in_len, out, len, have, why,
+							   sizeof(why))) < 0)
+			member_fail(rc, f, m->key, "%s", why);
+		free(in);
+		if (rc < 0 || *have == len || in_len == m->csize)
+			return rc;
+		in_len = m->csize / 2 < in_len ? m->csize : in_len * 2; /* stored blocks, say */
+	}
+}
+
+/* A member's first len bytes into bytes: *have of them. */
+static int member_bytes(struct ferry__file *f, const struct tail *t, const struct ferry__member *m,
+			unsigned char *bytes, size_t len, size_t *have)
+{
+	if (m->method == FERRY__ZIP_DEFLATED)
+		return inflate_prefix(f, t, m, bytes, len, have);
+	*have = len;
+	return archive_read(f, t, bytes, len, m->data_at);
+}
+
+/* A member's first bytes into *out (malloc'd), *have of them: its first
+ * HEAD_PROBE, or its whole .npy header when that is longer and the member
+ * holds it. A deflated member's are inflated from its first compressed bytes. */
 static int member_prefix(struct ferry__file *f, const struct tail *t, const struct ferry__member *m,
 			 unsigned char **out, size_t *have)
 {
@@ -246,15 +283,14 @@ static int member_prefix(struct ferry__file *f, const struct tail *t, const stru
 		unsigned char *bytes = malloc(len ? len : 1);
 		if (!bytes)
 			return ferry__fail(-ENOMEM, "%s: out of memory reading a header", f->path);
-		int rc = archive_read(f, t, bytes, len, m->data_at);
+		int rc = member_bytes(f, t, m, bytes, len, have);
 		if (rc < 0) {
 			free(bytes);
 			return rc;
 		}
-		int64_t need = ferry__npy_header_length(bytes, len, NULL, 0);
-		if (need <= (int64_t)len || (uint64_t)need > m->usize) {
+		int64_t need = ferry__npy_header_length(bytes, *have, NULL, 0);
+		if (need <= (int64_t)*have || (uint64_t)need > m->usize || *have < len) {
 			*out = bytes; /* a bad header is parse_member_header's to report */
-			*have = len;
 			return 0;
 		}
 		free(bytes);
@@ -314,17 +350,40 @@ static int inflate_member(struct ferry__file *f, const struct tail *t, struct fe
 	return rc;
 }
 
-int ferry__member_open(struct ferry__file *f, const char *key, struct ferry__member *m,
-		       unsigned char head[FERRY__HEAD_MAX])
+/* A deflated member's header alone, from its first bytes inflated: its
+ * payload neither inflated nor checked. */
+static int deflated_header(struct ferry__file *f, const struct tail *t, struct ferry__member *m)
+{
+	unsigned char *bytes = NULL;
+	size_t have = 0;
+	int rc = member_prefix(f, t, m, &bytes, &have);
+	if (rc == 0)
+		rc = parse_member_header(f, m, bytes, have);
+	free(bytes);
+	return rc;
+}
+
+/* Whether a deflated member's header can be read alone: a build that cannot
+ * inflate members refuses them everywhere, ferry info too. */
+static int can_peek(void)
+{
+	return ferry__inflate_available() && ferry__inflate_prefix_available();
+}
+
+static int open_member(struct ferry__file *f, const char *key, struct ferry__member *m,
+		       unsigned char head[FERRY__HEAD_MAX], int header_only)
 {
 	struct tail t = { 0 };
 	*m = (struct ferry__member){ .key = key };
 	int rc = locate_member(f, key, m, &t);
 	if (rc == 0 && m->method == FERRY__ZIP_STORED)
 		rc = stored_header(f, &t, m, head);
+	else if (rc == 0 && header_only && can_peek())
+		rc = deflated_header(f, &t, m);
 	else if (rc == 0)
 		rc = inflate_member(f, &t, m);
-	if (rc == 0 && m->method == FERRY__ZIP_STORED && t.at == 0 && t.len == f->size) {
+	if (rc == 0 && m->method == FERRY__ZIP_STORED && t.at == 0 && t.len == f->size &&
+	    !header_only) {
 		m->whole = t.bytes;
 		t.bytes = NULL;
 	}
@@ -334,6 +393,17 @@ int ferry__member_open(struct ferry__file *f, const char *key, struct ferry__mem
 	if (rc < 0)
 		ferry__member_close(m);
 	return rc;
+}
+
+int ferry__member_open(struct ferry__file *f, const char *key, struct ferry__member *m,
+		       unsigned char head[FERRY__HEAD_MAX])
+{
+	return open_member(f, key, m, head, 0);
+}
+
+int ferry__member_header(struct ferry__file *f, const char *key, struct ferry__member *m)
+{
+	return open_member(f, key, m, NULL, 1);
 }
 
 void ferry__member_close(struct ferry__member *m)
