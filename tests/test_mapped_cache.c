@@ -5,7 +5,8 @@
  * it straight from the mapping, whole and in sub-ranges, every byte checked
  * against a CPU read. Under a small FERRY_PIN_BUDGET the least recently used
  * idle mapping is evicted; a budget of 0 never maps; a paced registrar
- * (FERRY_PIN_PACE) waits between registrations but drops no offer; 10,000
+ * (FERRY_PIN_PACE) waits between registrations but drops no offer, and
+ * cuts the wait short once no copy was launched for FERRY__QUIET_NS; 10,000
  * loads of a rotating set keep the mappings (entries, and lines of
  * /proc/self/maps) within the budget.
  */
@@ -97,6 +98,25 @@ static void check_pause_formula(void)
 	T_EQ(ferry__mapped_pause_ns(0, 1), 0u);
 }
 
+/* The registrar registers without its pause once the lanes' launch count
+ * stood still over looks FERRY__QUIET_NS apart; a moved count starts again. */
+static void check_quiet_rule(void)
+{
+	struct ferry__quiet q = { 0 };
+	const uint64_t t = 1000000000u, quiet = FERRY__QUIET_NS;
+	T_EQ(ferry__quiet_look(&q, 7, t), 0);                 /* the first look */
+	T_EQ(ferry__quiet_look(&q, 7, t + quiet - 1), 0);     /* not long enough */
+	T_EQ(ferry__quiet_look(&q, 7, t + quiet), 1);
+	T_EQ(ferry__quiet_look(&q, 7, t + 5 * quiet), 1);
+	T_EQ(ferry__quiet_look(&q, 8, t + 6 * quiet), 0);     /* a copy was launched */
+	T_EQ(ferry__quiet_look(&q, 8, t + 7 * quiet - 1), 0);
+	T_EQ(ferry__quiet_look(&q, 8, t + 7 * quiet), 1);
+	T_EQ(ferry__quiet_look(&q, 9, t + 100 * quiet), 0);   /* a long gap, but it moved */
+	struct ferry__quiet fresh = { 0 };
+	T_EQ(ferry__quiet_look(&fresh, 0, 0), 0);             /* count 0 at time 0: a first look */
+	T_EQ(ferry__quiet_look(&fresh, 0, quiet), 1);
+}
+
 /* At 1% the registrar waits 99 times each registration's time between them:
  * the files are registered all the same, each load of them a hit after. */
 static void check_paced(void)
@@ -108,6 +128,7 @@ static void check_paced(void)
 		tm_load(ctx, i, "paced, first load");
 	ferry__mapped_drain(ctx->ld.mapped);
 	T_EQ(tm_stats(ctx).entries, 3u);
+	T_ASSERT(tm_stats(ctx).unpaced < 3u); /* the first registration has no pause to cut */
 	for (unsigned i = 0; i < 3; i++) {
 		uint64_t h = tm_stats(ctx).hits;
 		tm_load(ctx, i, "paced, second load");
@@ -177,6 +198,7 @@ int main(void)
 	check_lru_eviction();
 	check_budget_zero();
 	check_pause_formula();
+	check_quiet_rule();
 	check_paced();
 	check_rotation_bounded();
 	tm_teardown();

@@ -136,8 +136,8 @@ static int create_mapped(ferry_ctx *ctx)
 		ferry__clear_error();
 		return 0;
 	}
-	return ferry__mapped_create(dev, ctx->set.pin_budget, ctx->set.pin_reserve, ctx->set.pin_pace,
-				    &ctx->ld.mapped);
+	return ferry__mapped_create(dev, ctx->ld.lanes, ctx->set.pin_budget, ctx->set.pin_reserve,
+				    ctx->set.pin_pace, &ctx->ld.mapped);
 }
 
 /* Opens everything but the device, which the caller opened (ctx owns it). */
@@ -265,9 +265,11 @@ static void describe_mapped(ferry_ctx *ctx, char *buf, size_t len)
 	}
 	snprintf(buf, len, "warm files of %llu MiB or more are copied straight from the page "
 		 "cache, kept registered up to a pin budget of %llu MiB while %llu MiB of memory "
-		 "stays available, registering %u%% of the time at most: %s%s%s",
+		 "stays available, registering %u%% of the time at most while copies run (all of it "
+		 "once none was launched for %u us): %s%s%s",
 		 (unsigned long long)(FERRY__MAPPED_MIN >> 20), (unsigned long long)(st.budget >> 20),
-		 (unsigned long long)(st.reserve >> 20), ctx->set.pin_pace, ctx->mapped_how,
+		 (unsigned long long)(st.reserve >> 20), ctx->set.pin_pace, FERRY__QUIET_NS / 1000,
+		 ctx->mapped_how,
 		 st.refused ? "; refused last: " : "", st.last_refusal);
 }
 

@@ -211,6 +211,9 @@ unsigned ferry__lanes_count(const struct ferry__lanes *l);
 struct ferry__staging *ferry__lanes_get(const struct ferry__lanes *l, unsigned i);
 /* The calling thread's engine, and its number. */
 struct ferry__staging *ferry__lanes_pick(const struct ferry__lanes *l);
+/* Batches of copies launched on all lanes so far: it stands still while no
+ * copy is being queued. */
+uint64_t ferry__lanes_launched(const struct ferry__lanes *l);
 unsigned ferry__lanes_pick_index(const struct ferry__lanes *l);
 
 #endif

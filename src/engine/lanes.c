@@ -75,3 +75,14 @@ struct ferry__staging *ferry__lanes_pick(const struct ferry__lanes *l)
 {
 	return l->lane[ferry__lanes_pick_index(l)];
 }
+
+uint64_t ferry__lanes_launched(const struct ferry__lanes *l)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; i < l->n; i++) {
+		struct ferry__staging_stats st;
+		ferry__staging_stats(l->lane[i], &st);
+		n += st.batches_launched;
+	}
+	return n;
+}

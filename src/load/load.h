@@ -97,13 +97,26 @@ struct ferry__mapping; /* one registered mapping of one version of a file */
  * It registers nothing that would leave less than reserve bytes of memory
  * available (MemAvailable less what it pins), and gives registrations back,
  * least recently used first, when the machine falls below that (checked
- * about once a second). Registering spends at most pace percent (1 to 100) of
- * the time: after each registration the registrar waits
- * ferry__mapped_pause_ns. The caller checked that dev can (map_ready).
- * Returns 0 or a negative code.
+ * about once a second). While copies are being launched on lanes (may be
+ * NULL: always), registering spends at most pace percent (1 to 100) of the
+ * time: after each registration the registrar waits ferry__mapped_pause_ns;
+ * once no batch was launched for FERRY__QUIET_NS it registers without
+ * waiting (a training step's compute leaves the loader idle). The caller
+ * checked that dev can (map_ready). Returns 0 or a negative code.
  */
-int ferry__mapped_create(struct ferry__device *dev, uint64_t budget, uint64_t reserve,
-			 unsigned pace, struct ferry__mapped **out);
+int ferry__mapped_create(struct ferry__device *dev, const struct ferry__lanes *lanes,
+			 uint64_t budget, uint64_t reserve, unsigned pace,
+			 struct ferry__mapped **out);
+/* No copy launched for this long: the registrar's pause is cut short. */
+#define FERRY__QUIET_NS 500000u
+/* The registrar's looks at the lanes' launch count. */
+struct ferry__quiet {
+	int looked;
+	uint64_t launched, since; /* the count, and since when it stood still */
+};
+/* Looks at the launch count at time now (ns): 1 when it has stood still over
+ * looks spanning FERRY__QUIET_NS, else 0 (a moved count starts the time again). */
+int ferry__quiet_look(struct ferry__quiet *q, uint64_t launched, uint64_t now);
 /* How long the registrar waits after a registration that took took_ns, so
  * that registering spends pace percent of the time: 0 at 100. */
 uint64_t ferry__mapped_pause_ns(uint64_t took_ns, unsigned pace);
@@ -152,6 +165,7 @@ struct ferry__mapped_stats {
 	uint64_t released;         /* registrations given back under memory pressure */
 	uint64_t gone;             /* entries whose file left its path */
 	uint64_t pressed;          /* offers not registered for want of memory */
+	uint64_t unpaced;          /* registrations made early: no copy was being launched */
 	char last_refusal[256];    /* the newest of those, and why ("" if none) */
 };
 void ferry__mapped_stats(struct ferry__mapped *m, struct ferry__mapped_stats *out);

@@ -21,7 +21,10 @@
  * first epoch over warm 64 MiB files ran at 12.6 GB/s with the registrar
  * busy, 21.6 without it), so the registrar paces itself: after a registration
  * that took t it waits t * (100 - pace) / pace before the next (FERRY_PIN_PACE,
- * a percent of the time; docs/design.md has the measured trade-off).
+ * a percent of the time; docs/design.md has the measured trade-off). There
+ * is nothing to hold up while no copy is launched (the training step's
+ * compute, between batches): once the lanes launched nothing for
+ * FERRY__QUIET_NS, the wait is cut short.
  *
  * Pinned pages cannot be reclaimed, so the registrar also gives registrations
  * back: when the machine runs short of memory (the reserve), when their file
@@ -77,10 +80,12 @@ struct offer {
 
 struct ferry__mapped {
 	struct ferry__device *dev;
+	const struct ferry__lanes *lanes; /* whose launches tell whether copies run */
 	uint64_t budget, pinned;     /* bytes registered (or being registered) */
 	uint64_t reserve;            /* memory to leave free, as ferry__mapped_create says */
 	unsigned pace;               /* percent of the time the registrar may register */
 	uint64_t resume_ns;          /* paced: no registration before this time */
+	struct ferry__quiet quiet;   /* the lanes' launches, as last looked at */
 	pthread_mutex_t lock;
 	pthread_cond_t work;         /* an offer came, a sweep is asked for, or stop */
 	pthread_cond_t idle;         /* the registrar has no offer left and swept */
@@ -95,7 +100,7 @@ struct ferry__mapped {
 	uint64_t next_pressure_ns, next_gone_ns;
 	unsigned refused_in_row;
 	int given_up;                /* MAX_REFUSALS in a row: no more offers */
-	uint64_t registered_ever, refused, hits, released, gone, pressed;
+	uint64_t registered_ever, refused, hits, released, gone, pressed, unpaced;
 	char last_refusal[256];      /* the newest registration that failed, and why */
 };
 
@@ -427,6 +432,21 @@ static void wait_for_work(struct ferry__mapped *m)
 		wait_until(m, m->next_pressure_ns);
 }
 
+int ferry__quiet_look(struct ferry__quiet *q, uint64_t launched, uint64_t now)
+{
+	if (!q->looked || launched != q->launched) {
+		*q = (struct ferry__quiet){ .looked = 1, .launched = launched, .since = now };
+		return 0;
+	}
+	return now - q->since >= FERRY__QUIET_NS;
+}
+
+/* Whether the lanes launched no copy for FERRY__QUIET_NS. Lock held. */
+static int quiet(struct ferry__mapped *m, uint64_t now)
+{
+	return m->lanes && ferry__quiet_look(&m->quiet, ferry__lanes_launched(m->lanes), now);
+}
+
 /* Registers the oldest offer and closes its descriptor. Lock held. */
 static void take_offer(struct ferry__mapped *m)
 {
@@ -443,7 +463,9 @@ static void *registrar(void *arg)
 	struct ferry__mapped *m = arg;
 	pthread_mutex_lock(&m->lock);
 	while (!m->stopping) {
-		if (m->offers && ferry__now_ns() >= m->resume_ns) {
+		uint64_t now = ferry__now_ns();
+		if (m->offers && (now >= m->resume_ns || quiet(m, now))) {
+			m->unpaced += now < m->resume_ns;
 			take_offer(m);
 			continue;
 		}
@@ -452,8 +474,10 @@ static void *registrar(void *arg)
 		m->sweeps_done = asked;
 		if (m->sweeps_asked != asked || m->stopping)
 			continue;
-		if (m->offers) { /* paced */
-			wait_until(m, m->resume_ns);
+		if (m->offers) { /* paced: until the pause ends, or looking again for quiet */
+			now = ferry__now_ns();
+			wait_until(m, now + FERRY__QUIET_NS < m->resume_ns ? now + FERRY__QUIET_NS
+									  : m->resume_ns);
 			continue;
 		}
 		pthread_cond_broadcast(&m->idle);
@@ -464,14 +488,16 @@ static void *registrar(void *arg)
 	return NULL;
 }
 
-int ferry__mapped_create(struct ferry__device *dev, uint64_t budget, uint64_t reserve,
-			 unsigned pace, struct ferry__mapped **out)
+int ferry__mapped_create(struct ferry__device *dev, const struct ferry__lanes *lanes,
+			 uint64_t budget, uint64_t reserve, unsigned pace,
+			 struct ferry__mapped **out)
 {
 	struct ferry__mapped *m = calloc(1, sizeof(*m));
 	*out = NULL;
 	if (!m)
 		return ferry__fail(-ENOMEM, "zero copy: out of memory");
 	m->dev = dev;
+	m->lanes = lanes;
 	m->budget = budget;
 	m->reserve = reserve;
 	m->pace = pace;
@@ -673,6 +699,7 @@ void ferry__mapped_stats(struct ferry__mapped *m, struct ferry__mapped_stats *ou
 	out->released = m->released;
 	out->gone = m->gone;
 	out->pressed = m->pressed;
+	out->unpaced = m->unpaced;
 	snprintf(out->last_refusal, sizeof(out->last_refusal), "%s", m->last_refusal);
 	pthread_mutex_unlock(&m->lock);
 }
