@@ -29,36 +29,32 @@ endif
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
-# liburing, linked statically so the binaries run where it is not installed.
-URING_A := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/liburing.a /usr/lib/liburing.a /usr/local/lib/liburing.a))
-ifneq ($(URING_A),)
-ifneq ($(wildcard /usr/include/liburing.h),)
+# Optional libraries, linked statically so the binaries need only the C
+# runtime where they run: $(call static_lib,LIB.a,HEADER.h) is the archive's
+# path when it and its header are installed, else empty.
+static_lib = $(if $(wildcard /usr/include/$(2)),$(firstword $(wildcard \
+	$(addsuffix /$(1),/usr/lib/x86_64-linux-gnu /usr/lib /usr/local/lib))))
+
+# liburing: the io_uring backends.
+URING_LIB := $(call static_lib,liburing.a,liburing.h)
+ifneq ($(URING_LIB),)
 CPPFLAGS += -DFERRY_HAVE_LIBURING
-URING_LIB := $(URING_A)
-endif
 endif
 
-# libdeflate, for .npz members written by np.savez_compressed (and CRC-32),
-# linked statically as liburing is: the binaries need only the C runtime.
+# libdeflate, for .npz members written by np.savez_compressed (and CRC-32).
 # Measured faster than zlib (bench/inflate_libs.c, docs/design.md). Without
 # it deflated members are an error that says so.
-DEFLATE_A := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libdeflate.a /usr/lib/libdeflate.a /usr/local/lib/libdeflate.a))
-ifneq ($(DEFLATE_A),)
-ifneq ($(wildcard /usr/include/libdeflate.h),)
+DEFLATE_LIB := $(call static_lib,libdeflate.a,libdeflate.h)
+ifneq ($(DEFLATE_LIB),)
 CPPFLAGS += -DFERRY_HAVE_LIBDEFLATE
-DEFLATE_LIB := $(DEFLATE_A)
-endif
 endif
 
 # zlib, for reading a deflated member's .npy header alone (ferry info):
 # libdeflate inflates a whole stream at once, zlib a stream's first bytes.
-# Linked statically too. Without it ferry info inflates the whole member.
-ZLIB_A := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libz.a /usr/lib/libz.a /usr/local/lib/libz.a))
-ifneq ($(ZLIB_A),)
-ifneq ($(wildcard /usr/include/zlib.h),)
+# Without it ferry info inflates the whole member.
+ZLIB_LIB := $(call static_lib,libz.a,zlib.h)
+ifneq ($(ZLIB_LIB),)
 CPPFLAGS += -DFERRY_HAVE_ZLIB
-ZLIB_LIB := $(ZLIB_A)
-endif
 endif
 
 # The static libraries every binary links after libferry.
