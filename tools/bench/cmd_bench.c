@@ -40,6 +40,7 @@ static const char bench_help[] =
 	"\n"
 	"Ceilings (always measured; --ceilings-only stops there):\n"
 	"  pinned_h2d         async copies of a 256 MiB pinned buffer to device memory\n"
+	"                     (64 MiB under a --seconds-limit below 1)\n"
 	"  storage_direct     ferry's IO layer reading the dataset with O_DIRECT into\n"
 	"                     aligned memory, no copy, on min(2 x cores, 32) threads, each\n"
 	"                     with up to 8 reads of 1 MiB in flight (io_uring; one pread\n"
