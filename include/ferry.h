@@ -204,8 +204,10 @@ FERRY_API int ferry_array_stream_wait(ferry_array *a, void *cuda_stream);
  * deflated). Zip64 archives and members, data descriptors and archive
  * comments are read. A NULL key makes each call its plain .npy variant. */
 
-/* As ferry_info, for member key of the archive path (a deflated member is
- * inflated, and its CRC checked, to read its header). info->data_offset is
+/* As ferry_info, for member key of the archive path (of a deflated member
+ * only the first bytes are inflated, with zlib, to read its header: its
+ * CRC-32 is checked when it is loaded; a build without zlib inflates and
+ * checks it whole). info->data_offset is
  * where the payload starts: in the archive for a stored member, in the
  * inflated member for a deflated one. */
 FERRY_API int ferry_info_member(const char *path, const char *key, struct ferry_array_info *out);

@@ -697,7 +697,9 @@ def info(path: _check.PathLike, key: Optional[str] = None) -> ArrayInfo:
     ValueError("embedded null byte") for a path with a NUL byte. key names a
     member of an .npz archive (as for load): data_offset is then where its
     payload starts in the archive (stored) or in the inflated member
-    (deflated, which is inflated and its CRC-32 checked to read the header)."""
+    (deflated: only its first bytes are inflated to read the header, so its
+    payload's CRC-32 is checked when it is loaded, not here; a build without
+    zlib inflates and checks it whole)."""
     raw = _lib.path_bytes(path)
     raw_key = _key_bytes(key)
     out = _lib.ArrayInfo()
