@@ -76,6 +76,7 @@ static int take_loaded(struct ferry_reader *r, struct ferry_batch **out,
 		rc = note_epoch_progress(r, b);
 		if (b->nout) { /* padding needs an output to repeat */
 			b->state = BATCH_HELD;
+			atomic_store(&b->held, 1);
 			*out = b;
 			return 0;
 		}
@@ -268,14 +269,12 @@ int ferry_batch_stream_wait(ferry_batch *b, void *cuda_stream)
 	return 0;
 }
 
+/* Without the reader's lock: the caller's thread takes it once a batch, in
+ * ferry_reader_next, not twice. */
 void ferry_batch_release(ferry_batch *b)
 {
-	if (!b)
-		return;
-	pthread_mutex_lock(&b->r->lock);
-	if (b->state == BATCH_HELD)
-		ferry__pipeline_release(b);
-	pthread_mutex_unlock(&b->r->lock);
+	if (b)
+		ferry__pipeline_return(b);
 }
 
 /* ---- the reader ---- */

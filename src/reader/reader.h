@@ -15,6 +15,7 @@
 #define FERRY_READER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -172,6 +173,7 @@ struct ferry_batch_layout {
 struct ferry_batch {
 	struct ferry_reader *r;
 	enum batch_state state;
+	atomic_int held;               /* handed out and not yet released */
 	struct ferry_batch *next;      /* in the queue or in the free list */
 	struct ferry_batch *work_next; /* in the work list */
 	uint64_t epoch, index;
@@ -233,11 +235,15 @@ struct ferry_reader {
 	pthread_cond_t work;         /* an item can be taken, or the reader closes */
 	int closing;
 	unsigned workers;            /* IO threads still in pipeline_worker */
+	unsigned idle;               /* of them, those waiting for work */
 	struct ferry_batch *queue_head, *queue_tail; /* scheduled, in order */
 	unsigned queued;
 	struct ferry_batch *work_head, *work_tail;   /* batches with items to take */
 	unsigned work_items;         /* items in the work list not yet taken */
 	struct ferry_batch *free_list;
+	/* Batches the caller released, pushed without the lock (a stack through
+	 * their next); ferry__pipeline_next moves them to free_list. */
+	struct ferry_batch *_Atomic returned;
 	struct ferry_batch **all;    /* every batch object, for close */
 	unsigned nall;
 	uint64_t batch_bytes;        /* the largest batch memory seen: sizes the window */
@@ -361,6 +367,9 @@ int ferry__pipeline_next(struct ferry_reader *r, struct ferry_batch **out,
 			 const struct timespec *deadline);
 /* Hands b back for reuse (lock held). */
 void ferry__pipeline_release(struct ferry_batch *b);
+/* Hands back a batch the caller holds, without the lock: the next
+ * ferry__pipeline_next reuses it. A second call for it does nothing. */
+void ferry__pipeline_return(struct ferry_batch *b);
 /* The epoch before any batch was taken: its sizes (lock held). */
 struct ferry_epoch_info ferry__pipeline_first_epoch(struct ferry_reader *r);
 /* Starts scheduling at a saved position. Returns 0 or -FERRY_ECONFIG. */
