@@ -131,7 +131,8 @@ int ferry__staging_commit(struct ferry__staging *stg, struct ferry__event *fence
  * committed later) waits for it too. Returns 0 or the launch's error. */
 int ferry__staging_cover(struct ferry__staging *stg, struct ferry__ticket *t);
 /* Launches what is pending and waits until the copies of t (all copies queued
- * so far when t is NULL) have completed. Returns 0 or the first error. */
+ * so far when t is NULL) have completed. Returns 0 or the first error. A t
+ * whose copies were reclaimed already returns at once, without the lock. */
 int ferry__staging_wait(struct ferry__staging *stg, struct ferry__ticket *t);
 
 /*
