@@ -131,8 +131,7 @@ int ferry__staging_commit(struct ferry__staging *stg, struct ferry__event *fence
  * committed later) waits for it too. Returns 0 or the launch's error. */
 int ferry__staging_cover(struct ferry__staging *stg, struct ferry__ticket *t);
 /* Launches what is pending and waits until the copies of t (all copies queued
- * so far when t is NULL) have completed. Returns 0 or the first error. A t
- * whose copies were reclaimed already returns at once, without the lock. */
+ * so far when t is NULL) have completed. Returns 0 or the first error. */
 int ferry__staging_wait(struct ferry__staging *stg, struct ferry__ticket *t);
 
 /*
@@ -148,6 +147,14 @@ int ferry__staging_wait(struct ferry__staging *stg, struct ferry__ticket *t);
 int ferry__staging_queue_mapped(struct ferry__staging *stg, const void *base,
 				const struct ferry__copy *copies, unsigned n,
 				struct ferry__ticket *t, uint64_t *seq);
+/* For a ticket no thread queues copies on any more (the caller knows: its
+ * copies were all queued before it got t): 1 with t's error in *error when
+ * its copies were reclaimed already, else 0; without the lock (the reader's
+ * wait before handing out a batch, at batches of 4 small files more than
+ * half of the engine's lock holds, when an IO thread's lease had reclaimed
+ * the copies). A ticket others still queue on must be waited for instead:
+ * reading its seq here would race with them. */
+int ferry__staging_settled(struct ferry__staging *stg, const struct ferry__ticket *t, int *error);
 /* 1 when every batch up to seq has completed (reclaims completed batches by
  * query first, never waits), else 0. */
 int ferry__staging_reached(struct ferry__staging *stg, uint64_t seq);

@@ -683,6 +683,15 @@ int ferry__staging_queue_mapped(struct ferry__staging *stg, const void *base,
 	return rc;
 }
 
+int ferry__staging_settled(struct ferry__staging *stg, const struct ferry__ticket *t, int *error)
+{
+	/* Its errors reached t before completed_pub passed t->seq. */
+	if (t->seq > atomic_load_explicit(&stg->completed_pub, memory_order_acquire))
+		return 0;
+	*error = t->error;
+	return 1;
+}
+
 int ferry__staging_reached(struct ferry__staging *stg, uint64_t seq)
 {
 	pthread_mutex_lock(&stg->lock);
@@ -711,12 +720,6 @@ static int wait_until(struct ferry__staging *stg, uint64_t target)
 
 int ferry__staging_wait(struct ferry__staging *stg, struct ferry__ticket *t)
 {
-	/* Its copies reclaimed already (an IO thread's lease usually has): no
-	 * lock. Their errors reached t before completed_pub passed t->seq, and
-	 * nothing writes t after. At batches of 4 small files this wait was
-	 * more than half of the engine's lock holds. */
-	if (t && t->seq <= atomic_load_explicit(&stg->completed_pub, memory_order_acquire))
-		return t->error;
 	pthread_mutex_lock(&stg->lock);
 	uint64_t target = t ? t->seq : stg->next_seq - 1;
 	int rc = wait_until(stg, target);

@@ -649,9 +649,13 @@ int ferry__wait_copies(struct ferry_batch *b)
 	const struct ferry__lanes *lanes = b->r->ld->lanes;
 	int first = 0;
 	for (unsigned i = 0; i < ferry__lanes_count(lanes); i++) {
+		struct ferry__staging *stg = ferry__lanes_get(lanes, i);
+		int rc;
 		if (!b->tickets[i].seq)
 			continue;
-		int rc = ferry__staging_wait(ferry__lanes_get(lanes, i), &b->tickets[i]);
+		/* b's items are done: no thread queues on its tickets any more */
+		if (!ferry__staging_settled(stg, &b->tickets[i], &rc))
+			rc = ferry__staging_wait(stg, &b->tickets[i]);
 		if (rc == 0)
 			b->tickets[i].seq = 0; /* landed: a later wait (reuse) has nothing to ask */
 		if (rc < 0 && !first)
