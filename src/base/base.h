@@ -93,8 +93,9 @@ int ferry__inflate_available(void);
 /* Inflates the first bytes of the raw deflate stream that begins with
  * in[0..in_len) (a prefix of the stream, or all of it) into out, at most want
  * of them: *got says how many (fewer when in ran out first, or the stream
- * ended). Returns 0, -FERRY_EFORMAT (corrupt data within in), -ENOMEM or
- * -FERRY_EUNSUPPORTED (built without zlib), with a reason in why. */
+ * ended). Returns 1 when the stream ended within in, 0 when it did not,
+ * -FERRY_EFORMAT (corrupt data within in), -ENOMEM or -FERRY_EUNSUPPORTED
+ * (built without zlib), with a reason in why. */
 int ferry__inflate_prefix(const void *in, size_t in_len, void *out, size_t want, size_t *got,
 			  char *why, size_t why_len);
 /* 1 when this build inflates a stream's first bytes alone (zlib), else 0. */

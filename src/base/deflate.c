@@ -129,14 +129,17 @@ int ferry__inflate_prefix(const void *in, size_t in_len, void *out, size_t want,
 	z_stream z = { .next_in = (Bytef *)in, .avail_in = in_len < UINT_MAX ? in_len : UINT_MAX,
 		       .next_out = out, .avail_out = want < UINT_MAX ? want : UINT_MAX };
 	*got = 0;
+	snprintf(why, why_len, "out of memory for zlib's inflate state");
 	if (inflateInit2(&z, -MAX_WBITS) != Z_OK) /* negative: raw deflate, no zlib header */
 		return -ENOMEM;
 	int rc = inflate(&z, Z_SYNC_FLUSH);
 	*got = (size_t)(z.next_out - (Bytef *)out);
 	snprintf(why, why_len, "corrupt deflate data (zlib: %s)", z.msg ? z.msg : "no reason");
 	inflateEnd(&z);
+	if (rc == Z_STREAM_END)
+		return 1;
 	/* Z_BUF_ERROR: no progress possible, in ran out (or want was 0). */
-	if (rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR)
+	if (rc == Z_OK || rc == Z_BUF_ERROR)
 		return 0;
 	return rc == Z_MEM_ERROR ? -ENOMEM : -FERRY_EFORMAT;
 }

@@ -441,10 +441,17 @@ int ferry__quiet_look(struct ferry__quiet *q, uint64_t launched, uint64_t now)
 	return now - q->since >= FERRY__QUIET_NS;
 }
 
-/* Whether the lanes launched no copy for FERRY__QUIET_NS. Lock held. */
+/* Whether the lanes launched no copy for FERRY__QUIET_NS. Lock held on entry
+ * and return, released while the lanes are asked (their locks can be held
+ * across a stream sync, and loads look mappings up under this one). */
 static int quiet(struct ferry__mapped *m, uint64_t now)
 {
-	return m->lanes && ferry__quiet_look(&m->quiet, ferry__lanes_launched(m->lanes), now);
+	if (!m->lanes)
+		return 0;
+	pthread_mutex_unlock(&m->lock);
+	uint64_t launched = ferry__lanes_launched(m->lanes);
+	pthread_mutex_lock(&m->lock);
+	return ferry__quiet_look(&m->quiet, launched, now); /* m->quiet: the registrar's own */
 }
 
 /* Registers the oldest offer and closes its descriptor. Lock held. */
@@ -464,7 +471,7 @@ static void *registrar(void *arg)
 	pthread_mutex_lock(&m->lock);
 	while (!m->stopping) {
 		uint64_t now = ferry__now_ns();
-		if (m->offers && (now >= m->resume_ns || quiet(m, now))) {
+		if (m->offers && (now >= m->resume_ns || (quiet(m, now) && !m->stopping))) {
 			m->unpaced += now < m->resume_ns;
 			take_offer(m);
 			continue;

@@ -256,8 +256,8 @@ static int inflate_prefix(struct ferry__file *f, const struct tail *t, const str
 							   sizeof(why))) < 0)
 			member_fail(rc, f, m->key, "%s", why);
 		free(in);
-		if (rc < 0 || *have == len || in_len == m->csize)
-			return rc;
+		if (rc < 0 || rc == 1 || *have == len || in_len == m->csize)
+			return rc < 0 ? rc : 0; /* 1: the stream ended, short of len */
 		in_len = m->csize / 2 < in_len ? m->csize : in_len * 2; /* stored blocks, say */
 	}
 }
