@@ -63,10 +63,11 @@ static const struct ferry__setting_info table[] = {
 	  "recently used first (checked about once a second)" },
 	{ "FERRY_PIN_PACE", "1 to 100 (percent)", "50",
 	  "zero copy: the share of the time the registrar may spend registering warm files "
-	  "while copies run (all of it once none was launched for 0.5 ms) (registering holds up the GPU's copies while it runs: at 100 a first epoch over "
-	  "warm files ran at 0.7 of the copy path's rate and every later one took the "
-	  "zero-copy path; at 50 the first ran at about 0.9 of it and registering took "
-	  "longer: 2 epochs of 64 MiB files, more of 4 MiB ones)" },
+	  "while copies run, all of it once none was launched for 0.5 ms (registering "
+	  "holds up the GPU's copies while it runs: at 100 a first epoch over warm files "
+	  "ran at 0.7 of the copy path's rate and every later one took the zero-copy path; "
+	  "at 50 the first ran at about 0.9 of it and registering took longer: 2 epochs of "
+	  "64 MiB files, more of 4 MiB ones)" },
 	{ "FERRY_TRACE", "a file path", "off", "write a CSV trace of the staging engines' events" },
 	{ "FERRY_CUDA_WAIT", "spin, poll, block", "spin",
 	  "how a thread waits for a copy to the GPU to land (a staging buffer to come back, a "

@@ -79,10 +79,10 @@ struct ferry__staging {
 	struct ferry__event **spare_events;
 	unsigned nspare_events, events_cap;
 	uint64_t next_seq;       /* seq of the next batch created (the first is 1) */
-	uint64_t completed_seq;  /* every batch up to this one is reclaimed */
-	/* completed_seq, published for waits without the lock: stored (release)
-	 * after the batch's tickets got their errors. */
-	_Atomic uint64_t completed_pub;
+	/* Every batch up to this one is reclaimed. Written under the lock, after
+	 * the batch's tickets got their errors; ferry__staging_settled reads it
+	 * without the lock. */
+	_Atomic uint64_t completed_seq;
 	int fatal;               /* the device can no longer confirm completion */
 	int untracked_error;     /* a failed copy queued without a ticket */
 	struct ferry__staging_stats counters;
@@ -195,11 +195,16 @@ static void free_batch_buffers(struct ferry__staging *stg, struct ferry__batch *
 	b->ncopies = 0;
 }
 
+/* How far batches are reclaimed (lock held: the lock orders it). */
+static uint64_t completed(struct ferry__staging *stg)
+{
+	return atomic_load_explicit(&stg->completed_seq, memory_order_relaxed);
+}
+
 /* Every batch up to seq is reclaimed (lock held). */
 static void set_completed(struct ferry__staging *stg, uint64_t seq)
 {
-	stg->completed_seq = seq;
-	atomic_store_explicit(&stg->completed_pub, seq, memory_order_release);
+	atomic_store_explicit(&stg->completed_seq, seq, memory_order_release);
 }
 
 /* Pops the FIFO head, frees its buffers, and recycles it unless someone waits on it. */
@@ -685,8 +690,8 @@ int ferry__staging_queue_mapped(struct ferry__staging *stg, const void *base,
 
 int ferry__staging_settled(struct ferry__staging *stg, const struct ferry__ticket *t, int *error)
 {
-	/* Its errors reached t before completed_pub passed t->seq. */
-	if (t->seq > atomic_load_explicit(&stg->completed_pub, memory_order_acquire))
+	/* Its errors reached t before completed_seq passed t->seq. */
+	if (t->seq > atomic_load_explicit(&stg->completed_seq, memory_order_acquire))
 		return 0;
 	*error = t->error;
 	return 1;
@@ -696,7 +701,7 @@ int ferry__staging_reached(struct ferry__staging *stg, uint64_t seq)
 {
 	pthread_mutex_lock(&stg->lock);
 	reclaim_completed(stg);
-	int done = stg->completed_seq >= seq;
+	int done = completed(stg) >= seq;
 	pthread_mutex_unlock(&stg->lock);
 	return done;
 }
@@ -706,7 +711,7 @@ static int wait_until(struct ferry__staging *stg, uint64_t target)
 {
 	while (recover_from_fatal(stg) == 0) {
 		reclaim_completed(stg);
-		if (stg->completed_seq >= target || (!stg->fifo_head && !stg->pending))
+		if (completed(stg) >= target || (!stg->fifo_head && !stg->pending))
 			return 0;
 		if (!stg->fifo_head || stg->fifo_head->seq > target) {
 			launch_pending(stg); /* its errors reach the copies' tickets */
