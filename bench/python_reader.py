@@ -321,16 +321,24 @@ class Registering:
 
     def __init__(self, reader, nfiles, taken):
         self.reader, self.nfiles, self.taken = reader, nfiles, taken
-        self.epochs, self.at_epoch = 0, reader.stats()["files_mapped"]
+        self.epochs, self.at_epoch, self.read_at_epoch = 0, *self.counts()
         self.registered = not nfiles
+
+    def counts(self):
+        """Files fetched from a mapping, and read (buffered or direct)."""
+        st = self.reader.stats()
+        return st["files_mapped"], st["files_buffered"] + st["files_direct"]
 
     def after(self, files):
         self.taken += files
         if not self.registered and self.taken % self.nfiles == 0:
-            mapped = self.reader.stats()["files_mapped"]
-            this, self.at_epoch = mapped - self.at_epoch, mapped
+            mapped, read = self.counts()
+            # Counted as fetched, and the window fetches ahead: an epoch's worth
+            # of mapped files is not enough while some were still read beside them.
+            done = mapped - self.at_epoch >= self.nfiles and read == self.read_at_epoch
+            self.at_epoch, self.read_at_epoch = mapped, read
             self.epochs += 1
-            self.registered = this >= self.nfiles or self.epochs >= WARM_EPOCHS_MAX
+            self.registered = done or self.epochs >= WARM_EPOCHS_MAX
         return not self.registered
 
 

@@ -72,7 +72,7 @@ struct reader_run {
 	 * of mapped files when the last one began, and whether one copied every
 	 * file from a mapping (or WARM_EPOCHS_MAX passed). */
 	unsigned warm_epochs;
-	uint64_t mapped_at_epoch;
+	uint64_t mapped_at_epoch, read_at_epoch; /* and of files read (buffered, direct) */
 	int registered;
 	/* The reader's counters when the timing began, then the timed part's. */
 	struct ferry_reader_stats at_t0, timed;
@@ -313,10 +313,14 @@ static int still_registering(struct reader_run *rr)
 	if (!rr->registered && rr->samples % rr->ds->count == 0 && epochs > rr->warm_epochs) {
 		struct ferry_reader_stats now;
 		ferry_reader_stats(rr->reader, &now, sizeof(now));
-		rr->registered = now.files_mapped - rr->mapped_at_epoch >= rr->ds->count ||
-				 epochs >= WARM_EPOCHS_MAX;
+		uint64_t read = now.files_buffered + now.files_direct;
+		/* Counted as fetched, and the window fetches ahead: an epoch's worth of
+		 * mapped files is not enough while some were still read beside them. */
+		rr->registered = (now.files_mapped - rr->mapped_at_epoch >= rr->ds->count &&
+				  read == rr->read_at_epoch) || epochs >= WARM_EPOCHS_MAX;
 		rr->warm_epochs = (unsigned)epochs;
 		rr->mapped_at_epoch = now.files_mapped;
+		rr->read_at_epoch = read;
 	}
 	return !rr->registered;
 }
