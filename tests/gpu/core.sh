@@ -11,7 +11,7 @@ export FERRY_DEVICE=cuda PYTHON="$(command -v python3)" FERRY_BUILD=build TEST_T
 S=$(date +%s)
 { date -u; nvidia-smi -L; build/ferry env; } > "$O/core.log" 2>&1
 TESTS="test_reader_stacked test_reader_packing test_reader_rows test_reader_big_batch test_reader_data
- test_reader_roi test_reader_threads test_reader_epochs test_reader_resume test_reader_changes" \
+ test_reader_roi test_reader_threads test_reader_epochs test_reader_resume test_reader_changes test_reader_release" \
 	sh tests/run.sh > "$O/part-a.log" 2>&1 &
 TESTS="test_change_rename test_change_in_place test_change_header_cache test_load_async test_load_npy
  test_staging_race_seed test_staging_units test_staging_stress test_lanes test_trace test_device_events
