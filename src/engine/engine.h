@@ -124,6 +124,10 @@ int ferry__staging_queue(struct ferry__staging *stg, struct ferry__buf *buf,
  * for the batch, it is issued anyway and the copy stream waited for. Returns 0
  * or the launch's error (which its copies' tickets carry too). */
 int ferry__staging_commit(struct ferry__staging *stg, struct ferry__event *fence);
+/* Launches the pending batch when it holds copies of t (a ticket no thread
+ * queues on any more), so that they are in flight before anyone waits for
+ * them. Returns 0 or the launch's error (which t carries too). */
+int ferry__staging_launch_for(struct ferry__staging *stg, const struct ferry__ticket *t);
 /* Makes t cover all work queued on the copy stream so far, its own copies
  * and work queued there by others (a conversion after a load's copies): the
  * pending batch is launched, then an empty batch whose event is recorded
@@ -174,7 +178,8 @@ size_t ferry__staging_chunk_size(struct ferry__staging *stg);
  * time_ns,thread,lane,event,buffer,batch,dst,bytes,file,offset
  * (file is quoted, with quotes doubled). Events: grow, lease, give_back,
  * queue (one per copy queued), launch, copy (one per copy issued), reclaim,
- * and one per load of a file, saying how its bytes are read: buffered or
+ * wait and woke (a thread waits for a launched batch's event, and the wait
+ * ended: batch is its number), and one per load of a file, saying how its bytes are read: buffered or
  * direct (O_DIRECT) through staging, mapped (copied straight from a
  * registered mapping of the page cache, load/mapped.c), or memory (bytes
  * already in host memory, an inflated .npz member or a payload converted on

@@ -367,10 +367,12 @@ static int wait_for_batch(struct ferry__staging *stg, struct ferry__batch *b)
 	b->waiters++;
 	stg->counters.waits++;
 	schedule_point(stg, FERRY__SP_BEFORE_WAIT, seq);
+	ferry__trace(stg->trace, stg->lane, "wait", -1, seq, NULL, 0, NULL, 0);
 	pthread_mutex_unlock(&stg->lock);
 	int rc = stg->dev->ops->event_sync(stg->dev, ev);
 	if (stg->hooks.point)
 		stg->hooks.point(stg->hooks.arg, FERRY__SP_AFTER_WAIT, seq);
+	ferry__trace(stg->trace, stg->lane, "woke", -1, seq, NULL, 0, NULL, 0);
 	pthread_mutex_lock(&stg->lock);
 	if (rc < 0 && !b->reclaimed)
 		mark_tickets(stg, b, rc);
@@ -637,6 +639,16 @@ int ferry__staging_commit(struct ferry__staging *stg, struct ferry__event *fence
 	int rc = stg->fatal ? stg->fatal : launch_pending(stg);
 	if (rc == 0 && fence)
 		rc = stg->dev->ops->event_record(stg->dev, fence, stg->stream);
+	pthread_mutex_unlock(&stg->lock);
+	return rc;
+}
+
+int ferry__staging_launch_for(struct ferry__staging *stg, const struct ferry__ticket *t)
+{
+	pthread_mutex_lock(&stg->lock);
+	int rc = stg->fatal;
+	if (!rc && stg->pending && t->seq == stg->pending->seq)
+		rc = launch_pending(stg);
 	pthread_mutex_unlock(&stg->lock);
 	return rc;
 }

@@ -16,11 +16,14 @@
 #     `ferry bench --ceilings-only` (the read-only ceiling among them); the
 #     staging the trace saw grow (its working set: rotate_reads.c measures
 #     what a larger one costs the kernel's copy).
-# Usage: OUT=dir BENCH_DATA=dir [PERF=cmd] sh tests/gpu/diag/reader_small.sh
+# Usage: OUT=dir BENCH_DATA=dir [PERF=cmd] [RUNS="tiny:4 tiny:32 small:32"]
+#        [PROFILE_ONLY=1] [FERRY=another build's ferry] sh tests/gpu/diag/reader_small.sh
+#   RUNS: the set:batch pairs step 4 traces and profiles; PROFILE_ONLY=1: step 4
+#   alone, without the ceilings' profiles.
 cd "$(dirname "$0")/../../.." || exit 1
 O=${OUT:-gpu-diag}
 DATA=${BENCH_DATA:-${TMPDIR:-/var/tmp}/ferry-bench}
-F=$PWD/build/ferry
+F=${FERRY:-$PWD/build/ferry}
 mkdir -p "$O"
 LOG=$O/reader_small.log
 
@@ -40,7 +43,7 @@ one() {
 }
 
 { date -u; nvidia-smi -L; for t in perf strace; do command -v $t || echo "no $t"; done; } >"$LOG" 2>&1
-for set in tiny small; do
+[ -n "$PROFILE_ONLY" ] || for set in tiny small; do
 	[ -d "$DATA/$set" ] || { echo "no $DATA/$set" >>"$LOG"; continue; }
 	cat "$DATA/$set"/*.npy >/dev/null
 	for b in 4 32; do
@@ -48,19 +51,19 @@ for set in tiny small; do
 		one cuda-posix "$set" $b 3 FERRY_DEVICE=cuda FERRY_IO=posix
 	done
 done
-[ -d "$DATA/large" ] && for b in 1 32; do one cuda large $b 4 FERRY_DEVICE=cuda; done
+[ -z "$PROFILE_ONLY" ] && [ -d "$DATA/large" ] && for b in 1 32; do one cuda large $b 4 FERRY_DEVICE=cuda; done
 
-if command -v strace >/dev/null && [ -d "$DATA/small" ]; then
+if [ -z "$PROFILE_ONLY" ] && command -v strace >/dev/null && [ -d "$DATA/small" ]; then
 	echo "== strace -c -f, small, batch 32, 1 epoch ($(ls "$DATA/small" | grep -c npy) files)" >>"$LOG"
 	FERRY_DEVICE=cuda timeout 120 strace -c -f -o "$O/strace.txt" "$F" read --root "$DATA/small" \
 		--batch 32 --epochs 1 --quiet
 	head -40 "$O/strace.txt" >>"$LOG"
 fi
-gcc -shared -fPIC -O2 -o build/lockprof.so tests/gpu/diag/lockprof.c -ldl &&
+[ -z "$PROFILE_ONLY" ] && gcc -shared -fPIC -O2 -o build/lockprof.so tests/gpu/diag/lockprof.c -ldl &&
 	FERRY_DEVICE=cuda LD_PRELOAD=$PWD/build/lockprof.so "$F" read --root "$DATA/small" \
 		--batch 32 --epochs 3 --quiet 2>"$O/lockprof.txt"
-echo "== lockprof, small, batch 32, 3 epochs (sites by wait)" >>"$LOG"
-sort -t" " -k8 -g -r "$O/lockprof.txt" | head -12 | while read -r _ site rest; do
+[ -f "$O/lockprof.txt" ] && echo "== lockprof, small, batch 32, 3 epochs (sites by wait)" >>"$LOG"
+[ -f "$O/lockprof.txt" ] && sort -t" " -k8 -g -r "$O/lockprof.txt" | head -12 | while read -r _ site rest; do
 	off=${site#*+}
 	echo "$(addr2line -f -e "${site%+*}" "$off" 2>/dev/null | head -1) $site $rest"
 done >>"$LOG"
@@ -77,19 +80,26 @@ profile() {
 	} >>"$O/perf-$name.txt"
 	rm -f "$O/perf.data"
 }
-for run in tiny:4 tiny:32 small:32; do
+for run in ${RUNS:-tiny:4 tiny:32 small:32}; do
 	set=${run%:*} b=${run#*:}
 	rm -f "$O/trace.csv"
 	FERRY_DEVICE=$DEV FERRY_TRACE="$O/trace.csv" "$F" read --root "$DATA/$set" --batch "$b" \
-		--epochs 2 --quiet
-	awk -F, -v r="$run" '{ c[$4]++ } $4 == "grow" { g += $8 }
-		END { printf "== trace %s, 2 epochs: copies %d leases %d launches %d reclaims %d; staging grown by %d MiB\n",
-		r, c["copy"], c["lease"], c["launch"], c["reclaim"], g / 1048576 }' "$O/trace.csv" >>"$LOG"
+		--epochs 2 --quiet &
+	pid=$!
+	wait $pid
+	# the caller's thread is the process's first (its id the pid): its waits
+	# for copies, how long they took, and the launches it made itself
+	awk -F, -v r="$run" -v main="$pid" '{ c[$4]++ } $4 == "grow" { g += $8 }
+		$4 == "launch" && $2 == main { ml++ }
+		$4 == "wait" { at[$2 "," $3 "," $6] = $1 }
+		$4 == "woke" { k = $2 "," $3 "," $6; if (k in at) { d = $1 - at[k]; n++; t += d; if ($2 == main) { mn++; mt += d } } }
+		END { printf "== trace %s, 2 epochs: copies %d leases %d launches %d (the caller %d) reclaims %d; staging grown by %d MiB; waits %d (%.1f us each), the caller %d (%.1f us each)\n",
+		r, c["copy"], c["lease"], c["launch"], ml, c["reclaim"], g / 1048576, n, n ? t / n / 1e3 : 0, mn, mn ? mt / mn / 1e3 : 0 }' "$O/trace.csv" >>"$LOG"
 	rm -f "$O/trace.csv"
 	[ -n "$PERF" ] && profile "$set-$b" "$F" read --root "$DATA/$set" --batch "$b" --epochs 6 --quiet
 done
 # The read-only ceiling's own profile, to hold ferry's against (the same files).
-[ -n "$PERF" ] && for set in tiny small; do
+[ -n "$PERF" ] && [ -z "$PROFILE_ONLY" ] && for set in tiny small; do
 	profile "$set-ceilings" "$F" bench --dir "$DATA/$set" --workload "files-$set" --cache warm \
 		--ceilings-only --min-seconds 2
 done
