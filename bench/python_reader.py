@@ -318,6 +318,12 @@ MAPPED_MIN = 4 << 20
 WARM_EPOCHS_MAX, WARM_SECONDS_MAX = 256, 10.0  # as tools/bench/reader.c's
 
 
+def file_counts(reader):
+    """The reader's files fetched from a mapping, and read (buffered, direct)."""
+    st = reader.stats()
+    return st["files_mapped"], st["files_buffered"] + st["files_direct"]
+
+
 class Registering:
     """Whether the files of a mapped dataset (nfiles an epoch; 0: not mapped)
     are still being registered, looked at each epoch's end (taken: the files
@@ -326,18 +332,13 @@ class Registering:
 
     def __init__(self, reader, nfiles, taken):
         self.reader, self.nfiles, self.taken = reader, nfiles, taken
-        self.epochs, self.at_epoch, self.read_at_epoch = 0, *self.counts()
+        self.epochs, self.at_epoch, self.read_at_epoch = 0, *file_counts(reader)
         self.registered = not nfiles
-
-    def counts(self):
-        """Files fetched from a mapping, and read (buffered or direct)."""
-        st = self.reader.stats()
-        return st["files_mapped"], st["files_buffered"] + st["files_direct"]
 
     def after(self, files):
         self.taken += files
         if not self.registered and self.taken % self.nfiles == 0:
-            mapped, read = self.counts()
+            mapped, read = file_counts(self.reader)
             # Counted as fetched, and the window fetches ahead: an epoch's worth
             # of mapped files is not enough while some were still read beside them.
             done = mapped - self.at_epoch >= self.nfiles and read == self.read_at_epoch
@@ -361,18 +362,14 @@ class Timing:
         self.restarts = 0
         self.start()
 
-    def reads(self):
-        st = self.reader.stats()
-        return st["files_buffered"] + st["files_direct"]
-
     def start(self):
         self.lim.start()
-        self.cpu0, self.read0 = cpu_seconds(), self.reads() if self.mapped else 0
+        self.cpu0, self.read0 = cpu_seconds(), file_counts(self.reader)[1] if self.mapped else 0
 
     def read_beside_mappings(self):
         if not self.mapped or time.perf_counter() - self.first_at >= WARM_SECONDS_MAX:
             return False
-        if self.reads() == self.read0:
+        if file_counts(self.reader)[1] == self.read0:
             return False
         self.restarts += 1
         return True

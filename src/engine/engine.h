@@ -175,8 +175,9 @@ size_t ferry__staging_chunk_size(struct ferry__staging *stg);
  * (file is quoted, with quotes doubled). Events: grow, lease, give_back,
  * queue (one per copy queued), launch, copy (one per copy issued), reclaim,
  * wait and woke (a thread waits for a launched batch's event, and the wait
- * ended: batch is its number), and one per load of a file, saying how its bytes are read: buffered or
- * direct (O_DIRECT) through staging, mapped (copied straight from a
+ * ended: batch is its number), and one per load of a file, saying how its
+ * bytes are read: buffered or direct (O_DIRECT) through staging, mapped
+ * (copied straight from a
  * registered mapping of the page cache, load/mapped.c), or memory (bytes
  * already in host memory, an inflated .npz member or a payload converted on
  * the host, copied into staging), with the load's span in bytes and offset

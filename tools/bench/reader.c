@@ -299,6 +299,12 @@ static int reader_take(struct reader_run *rr)
 	return rc;
 }
 
+/* Files the reader read (buffered, direct), not copied from a mapping. */
+static uint64_t files_read(const struct ferry_reader_stats *st)
+{
+	return st->files_buffered + st->files_direct;
+}
+
 /* Starts (or starts again) the timed part: counts, counters, clock, CPU. */
 static void start_timing(struct reader_run *rr, double *cpu0)
 {
@@ -321,8 +327,7 @@ static int read_beside_mappings(struct reader_run *rr)
 	    (double)(ferry__now_ns() - rr->first_ns) / 1e9 >= WARM_SECONDS_MAX)
 		return 0;
 	ferry_reader_stats(rr->reader, &now, sizeof(now));
-	return now.files_buffered + now.files_direct >
-	       rr->at_t0.files_buffered + rr->at_t0.files_direct;
+	return files_read(&now) > files_read(&rr->at_t0);
 }
 
 static void reader_loop(struct reader_run *rr, double *cpu0)
@@ -345,7 +350,7 @@ static int still_registering(struct reader_run *rr)
 	if (!rr->registered && rr->samples % rr->ds->count == 0 && epochs > rr->warm_epochs) {
 		struct ferry_reader_stats now;
 		ferry_reader_stats(rr->reader, &now, sizeof(now));
-		uint64_t read = now.files_buffered + now.files_direct;
+		uint64_t read = files_read(&now);
 		/* Counted as fetched, and the window fetches ahead: an epoch's worth of
 		 * mapped files is not enough while some were still read beside them. */
 		rr->registered = (now.files_mapped - rr->mapped_at_epoch >= rr->ds->count &&
