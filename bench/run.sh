@@ -47,7 +47,8 @@
 #                  for files of 4 MiB or more, of the first epochs while the
 #                  zero-copy path registers them (until one copied every file
 #                  from a mapping; at most 256 epochs or 10 s; the row's note
-#                  says how many)
+#                  says how many), and their timing starts again while a file
+#                  is still read beside the mappings (within those 10 s)
 #   READER_BATCHES batch sizes of the reader rows (1,4,32,256)
 #   READER_REPEATS runs of each reader row, as --repeats (3; --quick 1); the
 #                  report's row is their median
