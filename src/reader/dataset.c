@@ -83,23 +83,46 @@ static const char *default_filter(const struct ferry_reader_config *cfg)
 
 static int walk(struct listing *l, const char *rel, const char *filter);
 
+/* What an entry is, from its directory entry where the file system says
+ * (no system call), else from lstat. 0, or -ENOENT when it is gone. */
+static int entry_type(const char *path, unsigned char d_type, mode_t *type)
+{
+	struct stat st;
+	if (d_type == DT_DIR || d_type == DT_REG) {
+		*type = d_type == DT_DIR ? S_IFDIR : S_IFREG;
+		return 0;
+	}
+	if (lstat(path, &st) < 0)
+		return -errno;
+	*type = st.st_mode & S_IFMT;
+	return 0;
+}
+
+/* Whether path, a symbolic link or a special file, leads to a regular file. */
+static int leads_to_file(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* Adds the entry rel/name: a directory (not through a symbolic link) is
  * walked, a regular file (or a link to one) whose name matches is listed. */
-static int visit(struct listing *l, const char *child_rel, const char *name, const char *filter)
+static int visit(struct listing *l, const char *child_rel, const char *name, unsigned char d_type,
+		 const char *filter)
 {
 	char *child = join_path(l->root, child_rel);
-	struct stat st;
+	mode_t type = 0;
 	int rc = 0;
 
 	if (!child)
 		return -ENOMEM;
 	if (strlen(child) >= PATH_MAX)
 		rc = child_error(child, ENAMETOOLONG);
-	else if (lstat(child, &st) < 0)
-		rc = errno == ENOENT ? 0 : child_error(child, errno); /* gone since readdir */
-	else if (S_ISDIR(st.st_mode))
+	else if ((rc = entry_type(child, d_type, &type)) < 0)
+		rc = rc == -ENOENT ? 0 : child_error(child, -rc); /* gone since readdir */
+	else if (type == S_IFDIR)
 		rc = walk(l, child_rel, filter);
-	else if (fnmatch(filter, name, 0) == 0 && stat(child, &st) == 0 && S_ISREG(st.st_mode))
+	else if (fnmatch(filter, name, 0) == 0 && (type == S_IFREG || leads_to_file(child)))
 		rc = listing_add(l, child_rel);
 	free(child);
 	return rc;
@@ -126,7 +149,7 @@ static int walk(struct listing *l, const char *rel, const char *filter)
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		char *child_rel = rel[0] ? join_path(rel, e->d_name) : strdup(e->d_name);
-		rc = child_rel ? visit(l, child_rel, e->d_name, filter) : -ENOMEM;
+		rc = child_rel ? visit(l, child_rel, e->d_name, e->d_type, filter) : -ENOMEM;
 		free(child_rel);
 	}
 	closedir(d);
