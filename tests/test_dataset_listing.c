@@ -15,27 +15,19 @@
 #include "helpers.h"
 #include "reader/reader.h"
 
+/* root/rel, in a buffer the next call reuses. */
+static const char *in(const char *root, const char *rel)
+{
+	static char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	return path;
+}
+
 static void make_file(const char *root, const char *rel)
 {
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int fd = open(in(root, rel), O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	T_ASSERT(fd >= 0);
 	close(fd);
-}
-
-static void make_dir(const char *root, const char *rel)
-{
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	T_OK(mkdir(path, 0755));
-}
-
-static void make_link(const char *root, const char *target, const char *rel)
-{
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	T_OK(symlink(target, path));
 }
 
 /* The tree of the test: what it lists is `want`. */
@@ -44,19 +36,17 @@ static void make_tree(const char *root, const char *outside)
 	make_file(root, "b.npy");
 	make_file(root, "a.npy");
 	make_file(root, "notes.txt");
-	make_dir(root, "sub");
+	T_OK(mkdir(in(root, "sub"), 0755));
 	make_file(root, "sub/c.npy");
-	make_dir(root, "sub/deeper");
+	T_OK(mkdir(in(root, "sub/deeper"), 0755));
 	make_file(root, "sub/deeper/d.npy");
-	make_dir(root, "sub/a.npy.d");      /* a directory whose name matches: walked, not listed */
+	T_OK(mkdir(in(root, "sub/a.npy.d"), 0755)); /* a matching name: walked, not listed */
 	make_file(root, "sub/a.npy.d/e.npy");
-	make_link(root, "a.npy", "link.npy");             /* a link to a file: listed */
-	make_link(root, "missing.npy", "dangling.npy");   /* dangling: not listed */
-	make_link(root, "sub", "sublink.npy");            /* a link to a directory: neither */
-	make_link(root, outside, "outside");              /* a linked directory is not walked */
-	char fifo[4096];
-	snprintf(fifo, sizeof(fifo), "%s/pipe.npy", root);
-	T_OK(mkfifo(fifo, 0644));                         /* special: not listed */
+	T_OK(symlink("a.npy", in(root, "link.npy")));           /* a link to a file: listed */
+	T_OK(symlink("missing.npy", in(root, "dangling.npy"))); /* dangling: not listed */
+	T_OK(symlink("sub", in(root, "sublink.npy")));          /* to a directory: neither */
+	T_OK(symlink(outside, in(root, "outside")));            /* not walked through */
+	T_OK(mkfifo(in(root, "pipe.npy"), 0644));               /* special: not listed */
 }
 
 static const char *const want[] = {

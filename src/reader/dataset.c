@@ -83,13 +83,14 @@ static const char *default_filter(const struct ferry_reader_config *cfg)
 
 static int walk(struct listing *l, const char *rel, const char *filter);
 
-/* What an entry is, from its directory entry where the file system says
- * (no system call), else from lstat. 0, or -ENOENT when it is gone. */
+/* What an entry is (S_IFDIR, S_IFREG, S_IFLNK, ...): from its directory
+ * entry where the file system says (no system call), else from lstat.
+ * Returns 0 or -errno (-ENOENT: gone since readdir). */
 static int entry_type(const char *path, unsigned char d_type, mode_t *type)
 {
 	struct stat st;
-	if (d_type == DT_DIR || d_type == DT_REG) {
-		*type = d_type == DT_DIR ? S_IFDIR : S_IFREG;
+	if (d_type != DT_UNKNOWN) {
+		*type = DTTOIF(d_type);
 		return 0;
 	}
 	if (lstat(path, &st) < 0)
@@ -98,7 +99,7 @@ static int entry_type(const char *path, unsigned char d_type, mode_t *type)
 	return 0;
 }
 
-/* Whether path, a symbolic link or a special file, leads to a regular file. */
+/* Whether path, a symbolic link, leads to a regular file. */
 static int leads_to_file(const char *path)
 {
 	struct stat st;
@@ -122,7 +123,8 @@ static int visit(struct listing *l, const char *child_rel, const char *name, uns
 		rc = rc == -ENOENT ? 0 : child_error(child, -rc); /* gone since readdir */
 	else if (type == S_IFDIR)
 		rc = walk(l, child_rel, filter);
-	else if (fnmatch(filter, name, 0) == 0 && (type == S_IFREG || leads_to_file(child)))
+	else if (fnmatch(filter, name, 0) == 0 && 
+		 (type == S_IFREG || (type == S_IFLNK && leads_to_file(child))))
 		rc = listing_add(l, child_rel);
 	free(child);
 	return rc;
