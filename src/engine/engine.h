@@ -124,6 +124,10 @@ int ferry__staging_queue(struct ferry__staging *stg, struct ferry__buf *buf,
  * for the batch, it is issued anyway and the copy stream waited for. Returns 0
  * or the launch's error (which its copies' tickets carry too). */
 int ferry__staging_commit(struct ferry__staging *stg, struct ferry__event *fence);
+/* Launches the pending batch when it holds copies of t (a ticket no thread
+ * queues on any more), so that they are in flight before anyone waits for
+ * them. Returns 0 or the launch's error (which t carries too). */
+int ferry__staging_launch_for(struct ferry__staging *stg, const struct ferry__ticket *t);
 /* Makes t cover all work queued on the copy stream so far, its own copies
  * and work queued there by others (a conversion after a load's copies): the
  * pending batch is launched, then an empty batch whose event is recorded

@@ -643,6 +643,16 @@ int ferry__staging_commit(struct ferry__staging *stg, struct ferry__event *fence
 	return rc;
 }
 
+int ferry__staging_launch_for(struct ferry__staging *stg, const struct ferry__ticket *t)
+{
+	pthread_mutex_lock(&stg->lock);
+	int rc = stg->fatal;
+	if (!rc && stg->pending && t->seq == stg->pending->seq)
+		rc = launch_pending(stg);
+	pthread_mutex_unlock(&stg->lock);
+	return rc;
+}
+
 int ferry__staging_cover(struct ferry__staging *stg, struct ferry__ticket *t)
 {
 	pthread_mutex_lock(&stg->lock);

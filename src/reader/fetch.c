@@ -644,6 +644,14 @@ int ferry__fill_padding(struct ferry_batch *b)
 				    ferry_strerror(rc)) : 0;
 }
 
+void ferry__launch_copies(struct ferry_batch *b)
+{
+	const struct ferry__lanes *lanes = b->r->ld->lanes;
+	for (unsigned i = 0; i < ferry__lanes_count(lanes); i++)
+		if (b->tickets[i].seq) /* an error reaches the ticket: the wait reports it */
+			(void)ferry__staging_launch_for(ferry__lanes_get(lanes, i), &b->tickets[i]);
+}
+
 int ferry__wait_copies(struct ferry_batch *b)
 {
 	const struct ferry__lanes *lanes = b->r->ld->lanes;

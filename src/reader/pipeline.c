@@ -346,6 +346,8 @@ static void after_fetch(struct ferry_batch *b, struct handoff *h)
 	}
 	if (rc == 0 && b->npad)
 		rc = ferry__fill_padding(b);
+	if (rc == 0)
+		ferry__launch_copies(b);
 	batch_done(b, rc, h);
 }
 

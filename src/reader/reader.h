@@ -331,6 +331,10 @@ int ferry__fill_padding(struct ferry_batch *b);
  * consecutive batches share one staging buffer; other kinds come alone),
  * queueing their copies on the calling thread's lane. */
 void ferry__fetch(struct ferry_batch *const *bs, const struct item *items, unsigned n);
+/* Launches b's copies that still wait in their lanes' pending batches, once
+ * b's items are done: a small batch's copies join a lane's next launch, and
+ * otherwise the caller's wait for b launched them and waited a whole copy. */
+void ferry__launch_copies(struct ferry_batch *b);
 /* Waits until every copy of b has completed. Returns 0 or the first error. */
 int ferry__wait_copies(struct ferry_batch *b);
 
