@@ -67,7 +67,15 @@ const struct ferry__device_ops ferry__device_cuda = {
 	REQ(cuEventSynchronize)                                                       \
 	REQ(cuModuleLoadData) REQ(cuModuleUnload) REQ(cuModuleGetFunction)            \
 	REQ(cuLaunchKernel)                                                           \
-	OPT(cuStreamWaitValue32) OPT(cuModuleLoadDataEx) CU_POOL_SYMBOLS(OPT)
+	OPT(cuStreamWaitValue32) OPT(cuModuleLoadDataEx) CU_POOL_SYMBOLS(OPT)          \
+	CU_BATCH_SYMBOLS(OPT)
+
+/* Many copies in one call (CUDA 12.8; the prototype without failIdx: 13.0). */
+#if CUDA_VERSION >= 13000
+#define CU_BATCH_SYMBOLS(OPT) OPT(cuMemcpyBatchAsync)
+#else
+#define CU_BATCH_SYMBOLS(OPT)
+#endif
 
 /* Stream-ordered allocation (CUDA 11.2): scratch memory for conversions. */
 #if CUDA_VERSION >= 11020
@@ -452,6 +460,54 @@ static int cuda_copy_async(struct ferry__device *dev, struct ferry__stream *s, v
 		return CU(cuMemcpyDtoHAsync, dst, to_dptr(src), len, cs);
 	}
 	return ferry__fail(-EINVAL, "cuda: unknown copy kind %d", (int)kind);
+}
+
+#define BATCH_COPIES_MAX 64 /* copies one cuMemcpyBatchAsync call takes */
+
+/* Copies ops[0..n) one call each. */
+static int copy_each(struct ferry__device *dev, struct ferry__stream *s,
+		     const struct ferry__copy_op *ops, unsigned n, enum ferry__copy_kind kind)
+{
+	int rc = 0;
+	for (unsigned i = 0; rc == 0 && i < n; i++)
+		rc = cuda_copy_async(dev, s, ops[i].dst, ops[i].src, ops[i].len, kind);
+	return rc;
+}
+
+/* Up to BATCH_COPIES_MAX copies a driver call, read in stream order like
+ * the single copies (the staging buffer is reused only after the event
+ * recorded next). A driver without the call gets one call a copy. */
+static int cuda_copy_batch_async(struct ferry__device *dev, struct ferry__stream *s,
+				 const struct ferry__copy_op *ops, unsigned n,
+				 enum ferry__copy_kind kind)
+{
+#if CUDA_VERSION >= 13000
+	CUdeviceptr dsts[BATCH_COPIES_MAX], srcs[BATCH_COPIES_MAX];
+	size_t sizes[BATCH_COPIES_MAX], first = 0;
+	CUmemcpyAttributes attr = { .srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM };
+	int rc = bind_ctx(dev);
+	if (!cu.p_cuMemcpyBatchAsync || rc)
+		return rc ? rc : copy_each(dev, s, ops, n, kind);
+	for (unsigned i = 0; rc == 0 && i < n;) {
+		size_t m = 0;
+		for (; i < n && m < BATCH_COPIES_MAX; i++) {
+			if (!ops[i].len)
+				continue;
+			dsts[m] = to_dptr(ops[i].dst);
+			srcs[m] = to_dptr(ops[i].src);
+			sizes[m++] = ops[i].len;
+		}
+		if (m == 1)
+			rc = cuda_copy_async(dev, s, (void *)dsts[0], (const void *)srcs[0], sizes[0],
+					     kind);
+		else if (m)
+			rc = CU(cuMemcpyBatchAsync, dsts, srcs, sizes, m, &attr, &first, 1,
+				to_stream(s));
+	}
+	return rc;
+#else
+	return copy_each(dev, s, ops, n, kind);
+#endif
 }
 
 /* cuMemcpyHtoD from pageable memory and cuMemcpyDtoD may return before the
@@ -1046,6 +1102,7 @@ const struct ferry__device_ops ferry__device_cuda = {
 	.stream_wait_event = cuda_stream_wait_event,
 	.native_stream_wait = cuda_native_stream_wait,
 	.copy_async = cuda_copy_async,
+	.copy_batch_async = cuda_copy_batch_async,
 	.copy_sync = cuda_copy_sync,
 	.memset_async = cuda_memset_async,
 	.event_create = cuda_event_create,

@@ -87,6 +87,13 @@ static inline size_t ferry__convert_align(size_t itemsize)
 	return itemsize < 8 ? itemsize : 8;
 }
 
+/* One copy of a copy_batch_async call. */
+struct ferry__copy_op {
+	void *dst;
+	const void *src;
+	size_t len;
+};
+
 struct ferry__device_ops {
 	const char *name; /* "cuda" or "host" */
 	unsigned flags;   /* FERRY__DEV_* */
@@ -120,6 +127,13 @@ struct ferry__device_ops {
 	/* Queues a copy of len bytes on s; it runs after everything queued before. */
 	int (*copy_async)(struct ferry__device *dev, struct ferry__stream *s, void *dst,
 			  const void *src, size_t len, enum ferry__copy_kind kind);
+	/* Queues ops[0..n) (copies of one kind) on s, as n copy_async calls
+	 * would, in one call: the copies run after everything queued before, in
+	 * any order among themselves (their destinations never overlap). NULL
+	 * where the device has no such call: the caller loops on copy_async. */
+	int (*copy_batch_async)(struct ferry__device *dev, struct ferry__stream *s,
+				const struct ferry__copy_op *ops, unsigned n,
+				enum ferry__copy_kind kind);
 	/* Synchronous copy: complete for every stream when it returns (converted
 	 * payloads, fills, tests, --dump, --verify). */
 	int (*copy_sync)(struct ferry__device *dev, void *dst, const void *src,

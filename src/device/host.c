@@ -321,6 +321,33 @@ static int host_copy_async(struct ferry__device *dev, struct ferry__stream *s, v
 	return enqueue(s, (struct op){ .kind = op, .dst = dst, .src = src, .len = len });
 }
 
+/* Every op allocated first, so that either all n are queued or none is. */
+static int host_copy_batch_async(struct ferry__device *dev, struct ferry__stream *s,
+				 const struct ferry__copy_op *ops, unsigned n,
+				 enum ferry__copy_kind kind)
+{
+	enum op_kind k = kind == FERRY__H2D_MAPPED ? OP_COPY_MAPPED : OP_COPY;
+	struct op *first = NULL, **link = &first;
+	for (unsigned i = 0; i < n; i++, link = &(*link)->next) {
+		if (!(*link = malloc(sizeof(**link)))) {
+			for (struct op *op = first, *next; op; op = next) {
+				next = op->next;
+				free(op);
+			}
+			return ferry__fail(-ENOMEM, "host device: cannot queue %u copies", n);
+		}
+		**link = (struct op){ .kind = k, .dst = ops[i].dst, .src = ops[i].src,
+				      .len = ops[i].len };
+	}
+	pthread_mutex_lock(&s->dev->lock);
+	for (struct op *op = first, *next; op; op = next) {
+		next = op->next;
+		enqueue_locked(s, op);
+	}
+	pthread_mutex_unlock(&s->dev->lock);
+	return 0;
+}
+
 static int host_copy_sync(struct ferry__device *dev, void *dst, const void *src, size_t len,
 			  enum ferry__copy_kind kind)
 {
@@ -526,6 +553,7 @@ const struct ferry__device_ops ferry__device_host = {
 	.stream_wait_event = host_stream_wait_event,
 	.native_stream_wait = host_native_stream_wait,
 	.copy_async = host_copy_async,
+	.copy_batch_async = host_copy_batch_async,
 	.copy_sync = host_copy_sync,
 	.memset_async = host_memset_async,
 	.event_create = host_event_create,

@@ -301,20 +301,49 @@ static int recover_from_fatal(struct ferry__staging *stg)
 	return 0;
 }
 
-static int issue_copies(struct ferry__staging *stg, struct ferry__batch *b)
+#define ISSUE_MAX 64 /* copies one copy_batch_async call of issue_copies takes */
+
+static enum ferry__copy_kind copy_kind(const struct ferry__staging *stg, const struct staged_copy *c)
 {
-	enum ferry__copy_kind staged = stg->placement == FERRY__STAGE_DEVICE ? FERRY__D2D : FERRY__H2D;
-	for (unsigned i = 0; i < b->ncopies; i++) {
-		struct staged_copy *c = &b->copies[i];
+	if (!c->buf)
+		return FERRY__H2D_MAPPED;
+	return stg->placement == FERRY__STAGE_DEVICE ? FERRY__D2D : FERRY__H2D;
+}
+
+/* Copies [i, i + n) of b, all of one kind, in one device call where the
+ * device has one. */
+static int issue_run(struct ferry__staging *stg, struct ferry__batch *b, unsigned i, unsigned n)
+{
+	const struct ferry__device_ops *ops = stg->dev->ops;
+	enum ferry__copy_kind kind = copy_kind(stg, &b->copies[i]);
+	struct ferry__copy_op run[ISSUE_MAX];
+	for (unsigned k = 0; k < n; k++) {
+		struct staged_copy *c = &b->copies[i + k];
 		ferry__trace(stg->trace, stg->lane, "copy", c->buf ? (int)c->buf->id : -1, b->seq,
 			     c->copy.dst, c->copy.len, c->copy.tag, c->copy.tag_offset);
-		int rc = stg->dev->ops->copy_async(stg->dev, stg->stream, c->copy.dst,
-						   c->src + c->copy.src_offset, c->copy.len,
-						   c->buf ? staged : FERRY__H2D_MAPPED);
-		if (rc < 0)
-			return rc;
+		run[k] = (struct ferry__copy_op){ c->copy.dst, c->src + c->copy.src_offset,
+						  c->copy.len };
 	}
-	return 0;
+	if (n > 1 && ops->copy_batch_async)
+		return ops->copy_batch_async(stg->dev, stg->stream, run, n, kind);
+	int rc = 0;
+	for (unsigned k = 0; rc == 0 && k < n; k++)
+		rc = ops->copy_async(stg->dev, stg->stream, run[k].dst, run[k].src, run[k].len, kind);
+	return rc;
+}
+
+/* b's copies in runs of one kind (staged or mapped), at most ISSUE_MAX each. */
+static int issue_copies(struct ferry__staging *stg, struct ferry__batch *b)
+{
+	int rc = 0;
+	for (unsigned i = 0, n; rc == 0 && i < b->ncopies; i += n) {
+		enum ferry__copy_kind kind = copy_kind(stg, &b->copies[i]);
+		for (n = 1; n < ISSUE_MAX && i + n < b->ncopies &&
+			    copy_kind(stg, &b->copies[i + n]) == kind; n++)
+			;
+		rc = issue_run(stg, b, i, n);
+	}
+	return rc;
 }
 
 static void append_to_fifo(struct ferry__staging *stg, struct ferry__batch *b)

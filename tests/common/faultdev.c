@@ -57,6 +57,18 @@ static int f_copy_async(struct ferry__device *dev, struct ferry__stream *s, void
 {
 	FORWARD(T_FAULT_COPY, INNER(dev)->ops->copy_async(INNER(dev), s, dst, src, len, kind));
 }
+/* Each copy of the batch counts as a copy call; the Nth fails the whole batch. */
+static int f_copy_batch_async(struct ferry__device *dev, struct ferry__stream *s,
+			      const struct ferry__copy_op *ops, unsigned n,
+			      enum ferry__copy_kind kind)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int injected = should_fail(dev, T_FAULT_COPY);
+		if (injected)
+			return ferry__fail(injected, "injected fault (T_FAULT_COPY)");
+	}
+	return INNER(dev)->ops->copy_batch_async(INNER(dev), s, ops, n, kind);
+}
 static int f_copy_sync(struct ferry__device *dev, void *dst, const void *src, size_t len,
 		       enum ferry__copy_kind kind)
 {
@@ -150,6 +162,7 @@ struct ferry__device *t_fault_device(struct ferry__device *inner)
 	f->ops.stream_sync = f_stream_sync;
 	f->ops.stream_wait_event = f_stream_wait_event;
 	f->ops.copy_async = f_copy_async;
+	f->ops.copy_batch_async = inner->ops->copy_batch_async ? f_copy_batch_async : NULL;
 	f->ops.copy_sync = f_copy_sync;
 	f->ops.memset_async = f_memset_async;
 	f->ops.event_create = f_event_create;
