@@ -25,9 +25,9 @@
 
 #include "base/base.h"
 
-/* Samples in flight the window aims at, per IO thread: 64 before 2026-12-06;
- * 256 on the H100, 16 KiB files, 16 threads: batch 4 648-720K files/s to
- * 1.02-1.06M, batch 32 692-746K to 1.28-1.33M (design.md, "The pipeline"). */
+/* Samples in flight the window aims at, per IO thread: 256 read 16 KiB files
+ * at batch 4 1.2-1.5 times as fast as 64 did, at batch 32 1.1-1.8 times, on two
+ * H100s; 128 less, 1024 no more (design.md, "The pipeline"). */
 #define SAMPLES_PER_THREAD 256
 #define AUTO_DEPTH 2                  /* batches ahead at least, when the config names no depth */
 #define WINDOW_BYTES (256ull << 20)   /* batch memory the window may hold */
