@@ -6,7 +6,7 @@
  * may share a buffer, never a copy). And runs are cut short of a chunk
  * when chunk-sized ones would leave IO threads without two each across the
  * window: 256 files of 16 KiB on 16 threads through an 8 MiB chunk, 16
- * batches of 4 MiB in the window (256 samples a thread), make 2 copies of 2
+ * batches of 4 MiB in the window (4 MiB a thread), make 2 copies of 2
  * MiB a batch (not 1 of the whole batch), batches of 32 still one. Counted from
  * the engine's trace (FERRY_TRACE): copies are "queue" lines, buffers "lease"
  * lines; every sample's bytes are checked too.

@@ -25,10 +25,15 @@
 
 #include "base/base.h"
 
-/* Samples in flight the window aims at, per IO thread: 256 read 16 KiB files
- * at batch 4 1.2-1.5 times as fast as 64 did, at batch 32 1.1-1.8 times, on two
- * H100s; 128 less, 1024 no more (design.md, "The pipeline"). */
-#define SAMPLES_PER_THREAD 256
+/* Samples in flight the window aims at, per IO thread: 4 MiB of them, but no
+ * fewer than 64 nor more than 256. Small samples need many in flight (16 KiB,
+ * 256 rather than 64: batch 4 1.2-1.5 times as fast on two H100s, batch 32
+ * 1.1-1.8; 128 less, 1024 no more); at 128 KiB 256 gained nothing beyond noise
+ * on the H100 and cost the host device 30% and 3 times the memory
+ * (design.md, "The pipeline"). */
+#define SAMPLES_PER_THREAD_MIN 64
+#define SAMPLES_PER_THREAD_MAX 256
+#define BYTES_PER_THREAD (4ull << 20)
 #define AUTO_DEPTH 2                  /* batches ahead at least, when the config names no depth */
 #define WINDOW_BYTES (256ull << 20)   /* batch memory the window may hold */
 #define MAX_GANG 256                  /* PACK items one thread takes at once */
@@ -538,11 +543,21 @@ static void start_batch(struct ferry_reader *r, struct ferry_batch *b)
 		list_work(r, b);
 }
 
+/* The samples in flight each IO thread aims at, for batches of batch_bytes. */
+static uint64_t samples_per_thread(const struct ferry_reader *r, uint64_t batch_bytes)
+{
+	uint64_t sample_bytes = batch_bytes / r->batch_size;
+	uint64_t n = BYTES_PER_THREAD / (sample_bytes ? sample_bytes : 1);
+	if (n < SAMPLES_PER_THREAD_MIN)
+		return SAMPLES_PER_THREAD_MIN;
+	return n > SAMPLES_PER_THREAD_MAX ? SAMPLES_PER_THREAD_MAX : n;
+}
+
 unsigned ferry__window(const struct ferry_reader *r, uint64_t batch_bytes)
 {
 	uint64_t least = (r->depth ? r->depth : AUTO_DEPTH) + 1, w = least;
 	if (!r->depth && batch_bytes) {
-		uint64_t samples = (uint64_t)SAMPLES_PER_THREAD * r->threads;
+		uint64_t samples = samples_per_thread(r, batch_bytes) * r->threads;
 		uint64_t by_samples = (samples + r->batch_size - 1) / r->batch_size;
 		uint64_t by_memory = WINDOW_BYTES / batch_bytes;
 		w = by_samples < by_memory ? by_samples : by_memory;
