@@ -25,11 +25,11 @@
 
 #include "base/base.h"
 
-/* Samples in flight the window aims at, per IO thread: 4 MiB of them, but no
- * fewer than 64 nor more than 256. Small samples need many in flight (16 KiB,
- * 256 rather than 64: batch 4 1.2-1.5 times as fast on two H100s, batch 32
- * 1.1-1.8; 128 less, 1024 no more); at 128 KiB 256 gained nothing beyond noise
- * on the H100 and cost the host device 30% and 3 times the memory
+/* Samples in flight the window aims at, per IO thread: 4 MiB of samples, but
+ * no fewer than 64 nor more than 256. Small samples need many in flight (16
+ * KiB, 256 rather than 64: batch 4 1.2-1.5 times as fast on two H100s, batch
+ * 32 1.1-1.8; 128 less, 1024 no more); at 128 KiB 256 gained nothing beyond
+ * noise on the H100 and cost the host device 30-45% and 3 times the memory
  * (design.md, "The pipeline"). */
 #define SAMPLES_PER_THREAD_MIN 64
 #define SAMPLES_PER_THREAD_MAX 256
