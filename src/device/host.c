@@ -314,11 +314,17 @@ static void host_stream_destroy(struct ferry__device *dev, struct ferry__stream 
 	free(s);
 }
 
+/* The stream op that performs a copy of kind. */
+static enum op_kind copy_op_kind(enum ferry__copy_kind kind)
+{
+	return kind == FERRY__H2D_MAPPED ? OP_COPY_MAPPED : OP_COPY;
+}
+
 static int host_copy_async(struct ferry__device *dev, struct ferry__stream *s, void *dst,
 			   const void *src, size_t len, enum ferry__copy_kind kind)
 {
-	enum op_kind op = kind == FERRY__H2D_MAPPED ? OP_COPY_MAPPED : OP_COPY;
-	return enqueue(s, (struct op){ .kind = op, .dst = dst, .src = src, .len = len });
+	return enqueue(s, (struct op){ .kind = copy_op_kind(kind), .dst = dst, .src = src,
+				       .len = len });
 }
 
 /* Every op allocated first, so that either all n are queued or none is. */
@@ -326,7 +332,7 @@ static int host_copy_batch_async(struct ferry__device *dev, struct ferry__stream
 				 const struct ferry__copy_op *ops, unsigned n,
 				 enum ferry__copy_kind kind)
 {
-	enum op_kind k = kind == FERRY__H2D_MAPPED ? OP_COPY_MAPPED : OP_COPY;
+	enum op_kind k = copy_op_kind(kind);
 	struct op *first = NULL, **link = &first;
 	for (unsigned i = 0; i < n; i++, link = &(*link)->next) {
 		if (!(*link = malloc(sizeof(**link)))) {

@@ -123,7 +123,7 @@ static int visit(struct listing *l, const char *child_rel, const char *name, uns
 		rc = rc == -ENOENT ? 0 : child_error(child, -rc); /* gone since readdir */
 	else if (type == S_IFDIR)
 		rc = walk(l, child_rel, filter);
-	else if (fnmatch(filter, name, 0) == 0 && 
+	else if (fnmatch(filter, name, 0) == 0 &&
 		 (type == S_IFREG || (type == S_IFLNK && leads_to_file(child))))
 		rc = listing_add(l, child_rel);
 	free(child);
