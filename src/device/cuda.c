@@ -464,16 +464,6 @@ static int cuda_copy_async(struct ferry__device *dev, struct ferry__stream *s, v
 
 #define BATCH_COPIES_MAX 64 /* copies one cuMemcpyBatchAsync call takes */
 
-/* Copies ops[0..n) one call each. */
-static int copy_each(struct ferry__device *dev, struct ferry__stream *s,
-		     const struct ferry__copy_op *ops, unsigned n, enum ferry__copy_kind kind)
-{
-	int rc = 0;
-	for (unsigned i = 0; rc == 0 && i < n; i++)
-		rc = cuda_copy_async(dev, s, ops[i].dst, ops[i].src, ops[i].len, kind);
-	return rc;
-}
-
 /* Up to BATCH_COPIES_MAX copies a driver call, read in stream order like
  * the single copies (the staging buffer is reused only after the event
  * recorded next). A driver without the call gets one call a copy. */
@@ -487,7 +477,7 @@ static int cuda_copy_batch_async(struct ferry__device *dev, struct ferry__stream
 	CUmemcpyAttributes attr = { .srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM };
 	int rc = bind_ctx(dev);
 	if (!cu.p_cuMemcpyBatchAsync || rc)
-		return rc ? rc : copy_each(dev, s, ops, n, kind);
+		return rc ? rc : ferry__copy_each(dev, s, ops, n, kind);
 	for (unsigned i = 0; rc == 0 && i < n;) {
 		size_t m = 0;
 		for (; i < n && m < BATCH_COPIES_MAX; i++) {
@@ -506,7 +496,7 @@ static int cuda_copy_batch_async(struct ferry__device *dev, struct ferry__stream
 	}
 	return rc;
 #else
-	return copy_each(dev, s, ops, n, kind);
+	return ferry__copy_each(dev, s, ops, n, kind);
 #endif
 }
 

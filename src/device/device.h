@@ -213,6 +213,18 @@ struct ferry__device_ops {
 	void (*map_unregister)(struct ferry__device *dev, void *ptr, size_t len);
 };
 
+/* Queues ops[0..n) with one copy_async call each: copy_batch_async where a
+ * device (or its driver) has no call for many. */
+static inline int ferry__copy_each(struct ferry__device *dev, struct ferry__stream *s,
+				   const struct ferry__copy_op *ops, unsigned n,
+				   enum ferry__copy_kind kind)
+{
+	int rc = 0;
+	for (unsigned i = 0; rc == 0 && i < n; i++)
+		rc = dev->ops->copy_async(dev, s, ops[i].dst, ops[i].src, ops[i].len, kind);
+	return rc;
+}
+
 extern const struct ferry__device_ops ferry__device_host;
 extern const struct ferry__device_ops ferry__device_cuda;
 

@@ -326,10 +326,7 @@ static int issue_run(struct ferry__staging *stg, struct ferry__batch *b, unsigne
 	}
 	if (n > 1 && ops->copy_batch_async)
 		return ops->copy_batch_async(stg->dev, stg->stream, run, n, kind);
-	int rc = 0;
-	for (unsigned k = 0; rc == 0 && k < n; k++)
-		rc = ops->copy_async(stg->dev, stg->stream, run[k].dst, run[k].src, run[k].len, kind);
-	return rc;
+	return ferry__copy_each(stg->dev, stg->stream, run, n, kind);
 }
 
 /* b's copies in runs of one kind (staged or mapped), at most ISSUE_MAX each. */
