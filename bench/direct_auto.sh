@@ -8,12 +8,15 @@
 # budget: cold files direct). Then the first epoch over warm files (all read
 # before; one process, one epoch): the default (the zero-copy path registers
 # what it maps as it goes) against the copy path (FERRY_PIN_BUDGET=0).
+# Each file set starts with its ceilings (`ferry bench --ceilings-only`: the
+# pinned copy, O_DIRECT storage, the page cache and read-only threads).
 # Needs root for /proc/sys/vm/drop_caches.
 # Prints one line per run: GB/s, files buffered, direct and mapped, CPU s/GB.
 #
 # Usage: sh bench/direct_auto.sh [DIR]   (DIR: ${TMPDIR:-/var/tmp}/ferry-direct)
 # Variables: FERRY (build/ferry), SIZES ("64M:64 4M:1024": size:files),
-#   BATCH (4), JSON=FILE (also write every run's `ferry read --json` line).
+#   BATCH (4), ROUNDS (1: the cold and half-warm runs, in turn),
+#   JSON=FILE (also write every run's `ferry read --json` line).
 FERRY=${FERRY:-build/ferry}
 DIR=${1:-${TMPDIR:-/var/tmp}/ferry-direct}
 SIZES=${SIZES:-"64M:64 4M:1024"}
@@ -59,11 +62,14 @@ for spec in $SIZES; do
 	data=$DIR/$size
 	[ -d "$data" ] || "$FERRY" gen --out "$data" --files "$files" --size "$size" --quiet || exit 1
 	echo "== $files files of $size, batch $BATCH"
-	for state in cold half; do
-		one buffered "$state" "$data" FERRY_ODIRECT=0
-		one direct "$state" "$data" FERRY_ODIRECT=1
-		one auto "$state" "$data" FERRY_ODIRECT=auto
-		one auto_budget_0 "$state" "$data" FERRY_ODIRECT=auto FERRY_CACHE_BUDGET=0
+	"$FERRY" bench --ceilings-only --dir "$data" | sed -n '/^ceilings:/,$p'
+	for round in $(seq "${ROUNDS:-1}"); do
+		for state in cold half; do
+			one buffered "$state" "$data" FERRY_ODIRECT=0
+			one direct "$state" "$data" FERRY_ODIRECT=1
+			one auto "$state" "$data" FERRY_ODIRECT=auto
+			one auto_budget_0 "$state" "$data" FERRY_ODIRECT=auto FERRY_CACHE_BUDGET=0
+		done
 	done
 	for run in 1 2; do
 		one copy_path warm "$data" FERRY_PIN_BUDGET=0
