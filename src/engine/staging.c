@@ -83,6 +83,9 @@ struct ferry__staging {
 	 * the batch's tickets got their errors; ferry__staging_settled reads it
 	 * without the lock. */
 	_Atomic uint64_t completed_seq;
+	/* Every batch up to this one has left pending (launched, or failed at
+	 * launch): ferry__staging_launch_for skips the lock for such a ticket. */
+	_Atomic uint64_t launched_seq;
 	int fatal;               /* the device can no longer confirm completion */
 	int untracked_error;     /* a failed copy queued without a ticket */
 	struct ferry__staging_stats counters;
@@ -369,6 +372,7 @@ static int launch_pending(struct ferry__staging *stg)
 	 * would let its copies run later, into memory its owner was told is done. */
 	int tracked = take_event(stg, &b->event) == 0;
 	stg->pending = NULL;
+	atomic_store_explicit(&stg->launched_seq, b->seq, memory_order_release);
 	int rc = issue_copies(stg, b);
 	if (rc == 0 && tracked)
 		rc = stg->dev->ops->event_record(stg->dev, b->event, stg->stream);
@@ -671,6 +675,10 @@ int ferry__staging_commit(struct ferry__staging *stg, struct ferry__event *fence
 
 int ferry__staging_launch_for(struct ferry__staging *stg, const struct ferry__ticket *t)
 {
+	/* Launched already (the usual case at small batches, where another batch's
+	 * launch took these copies): no lock, which every IO thread takes a batch. */
+	if (t->seq <= atomic_load_explicit(&stg->launched_seq, memory_order_acquire))
+		return 0;
 	pthread_mutex_lock(&stg->lock);
 	int rc = stg->fatal;
 	if (!rc && stg->pending && t->seq == stg->pending->seq)
