@@ -4,14 +4,13 @@
 # percent of the time). First the ceilings of each file set (`ferry bench
 # --ceilings-only`: the pinned copy, O_DIRECT storage, the page cache and
 # read-only threads). Then for the copy path alone (FERRY_PIN_BUDGET=0), the
-# default settings and each FERRY_PIN_PACE in PACES: `ferry read` of the same
-# warm files for 1, EPOCHS/2 and EPOCHS epochs (fresh processes: registrations
-# live as long as a context), one line each with the first epoch's GB/s, the
-# later epochs' GB/s ((bytes(E) - bytes(1)) / (seconds(E) - seconds(1))), the
-# last half's GB/s and CPU s/GB (epochs EPOCHS/2+1 to EPOCHS, the same
-# differences: what every epoch costs once the registrar is done), the files
-# that took the zero-copy path in the EPOCHS run, and its CPU s/GB over all
-# epochs.
+# default settings and each FERRY_PIN_PACE in PACES: one `ferry read` of the
+# warm files for EPOCHS epochs (a fresh process: registrations live as long
+# as a context), one line from its per-epoch figures: GB/s and CPU s/GB of
+# the first epoch, the second, epochs 2 to EPOCHS, and the last half (what an
+# epoch costs once the registrar is done), and the loads that took the
+# zero-copy path. An epoch ends when the next one's first batch arrives, so
+# the window read ahead (up to 256 MiB) counts in the epoch before.
 #
 # Usage: sh bench/pin_pace.sh [DIR]   (DIR: ${TMPDIR:-/var/tmp}/ferry-pace)
 # Variables: FERRY (build/ferry), SIZES ("64M:64 4M:1024": size:files),
@@ -22,33 +21,31 @@ SIZES=${SIZES:-"64M:64 4M:1024"}
 PACES=${PACES:-"100 25 10"}
 EPOCHS=${EPOCHS:-8}
 BATCH=${BATCH:-4}
+PY=${PYTHON:-python3}
 
-# field JSON NAME: one number of a `ferry read --json` line.
-field() {
-	echo "$1" | sed -n "s/.*\"$2\": \([0-9.]*\).*/\1/p"
-}
-
-# run DATA EPOCHS ENV...: "bytes seconds mapped cpu" of one ferry read.
-run() {
-	data=$1 epochs=$2
-	shift 2
-	out=$(env "$@" "$FERRY" read --root "$data" --batch "$BATCH" --epochs "$epochs" --json &&
-		times) || { echo "bench/pin_pace.sh: ferry read failed ($*)" >&2; return 1; }
-	line=$(echo "$out" | head -n 1)
-	cpu=$(echo "$out" | tail -n 1 | awk '{ for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); c += t[1] * 60 + t[2] } print c }')
-	echo "$(field "$line" bytes_delivered) $(field "$line" seconds) $(field "$line" files_mapped) $cpu"
-}
-
-# one DATA LABEL ENV...: the line of one setting.
+# one DATA LABEL ENV...: one `ferry read` of EPOCHS epochs, one line from its
+# per-epoch figures.
 one() {
 	data=$1 label=$2
 	shift 2
-	set -- "$(run "$data" 1 "$@")" "$(run "$data" $((EPOCHS / 2)) "$@")" "$(run "$data" "$EPOCHS" "$@")"
-	echo "$1 $2 $3" | awk -v label="$label" -v e="$EPOCHS" '{
-		first = $1 / $2 / 1e9; later = ($9 - $1) / ($10 - $2) / 1e9
-		last = ($9 - $5) / ($10 - $6) / 1e9; last_cpu = ($12 - $8) / (($9 - $5) / 1e9)
-		printf "%-12s first epoch %6.2f GB/s   epochs 2-%d %6.2f GB/s   epochs %d-%d %6.2f GB/s %6.3f CPU s/GB   mapped %6d   all %6.3f CPU s/GB\n",
-		       label, first, e, later, e / 2 + 1, e, last, last_cpu, $11, $12 / ($9 / 1e9) }'
+	env "$@" "$FERRY" read --root "$data" --batch "$BATCH" --epochs "$EPOCHS" --json >"$DIR/run.json" ||
+		{ echo "bench/pin_pace.sh: ferry read failed ($label)" >&2; return 1; }
+	"$PY" - "$DIR/run.json" "$label" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ep = d["per_epoch"]
+def part(es):
+    b = sum(e["bytes_delivered"] for e in es)
+    s = sum(e["seconds"] for e in es)
+    c = sum(e["cpu_seconds"] for e in es)
+    return b / s / 1e9, c / (b / 1e9)
+n, h = len(ep), len(ep) // 2
+cols = [("epoch 1", ep[:1]), ("epoch 2", ep[1:2]), ("epochs 2-%d" % n, ep[1:]),
+        ("epochs %d-%d" % (h + 1, n), ep[h:])]
+print("%-10s " % sys.argv[2] + "  ".join("%s %6.2f GB/s %5.3f CPU s/GB" % ((c,) + part(es))
+                                         for c, es in cols)
+      + "  mapped %d/%d" % (d["files_mapped"], d["samples"]))
+PYEOF
 }
 
 mkdir -p "$DIR" || exit 1

@@ -57,9 +57,12 @@ run 1 "$FERRY" read --json "$TMP/d/sample_000000.npy" "$TMP/missing.npy"
 value 'd["failed"] == 1 and d["results"][1]["ok"] is False and "No such file" in d["results"][1]["error"]' "read --json, a missing file"
 run 0 "$FERRY" read --json --root "$TMP/d" --batch 2 --epochs 2 --verify
 keys "read --root --json" device epochs batches samples bytes_delivered bytes_read seconds \
-	bytes_per_second verified files_buffered files_direct files_mapped files_skipped skipped error
+	bytes_per_second verified files_buffered files_direct files_mapped files_skipped skipped \
+	per_epoch error
 value 'd["epochs"] == 2 and d["samples"] == 6 and d["verified"] == 6 and d["skipped"] == []' "read --root --json"
 value 'd["files_buffered"] == 6 and d["files_direct"] == 0 and d["files_mapped"] == 0' "read --root --json: small files buffered"
+value 'len(d["per_epoch"]) == 2 and [e["bytes_delivered"] for e in d["per_epoch"]] == [12288, 12288]' "read --root --json: per_epoch"
+value 'sum(e["files_buffered"] for e in d["per_epoch"]) == 6 and 0 < sum(e["seconds"] for e in d["per_epoch"]) <= d["seconds"] and all(e["cpu_seconds"] >= 0 for e in d["per_epoch"])' "read --root --json: per_epoch adds up"
 run 0 "$FERRY" gen --json --out "$TMP/g" --files 2 --size 8k
 keys "gen --json" dir files failed removed_stale payload_bytes seed dtype fortran_order byteorder seconds
 value 'd["files"] == 2 and d["payload_bytes"] == 16384 and d["dtype"] == "float32"' "gen --json"
@@ -85,6 +88,10 @@ run 0 "$FERRY" read --root "$TMP/d" --epochs 2 --verify
 grep -q "^read: 2 epochs, 6 batches, 6 samples, 24.0 KiB delivered" "$TMP/out" ||
 	fail "dataset summary: $(cat "$TMP/out")"
 grep -q "^verify: 6 samples match" "$TMP/out" || fail "read --root --verify: $(cat "$TMP/out")"
+[ "$(grep -c "^  epoch [12]: 12.0 KiB in .* CPU s/GB, [0-9]* files buffered, 0 direct, 0 mapped$" "$TMP/out")" = 2 ] ||
+	fail "read --root --epochs 2: not one line an epoch: $(cat "$TMP/out")"
+run 0 "$FERRY" read --root "$TMP/d"
+grep -q "^  epoch" "$TMP/out" && fail "read --root, one epoch: an epoch line: $(cat "$TMP/out")"
 for cmd in "read $TMP/d/sample_000000.npy" "read --root $TMP/d" "demo --files 1 --size 4k" \
 	"gen --out $TMP/u --files 1 --size 4k"; do
 	# shellcheck disable=SC2086

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,7 +29,12 @@ const char ferry_cli_dataset_help[] =
 	"\n"
 	"Reads a dataset of .npy files in batches, as DALI's fn.readers.numpy does, and\n"
 	"prints a summary: epochs, batches, samples, bytes delivered and read from\n"
-	"storage, files skipped, time and rate.\n"
+	"storage, files skipped, time and rate; with more than one epoch, a line for\n"
+	"each: its bytes, time, rate, CPU seconds per GB and the files the IO threads\n"
+	"finished in that time (buffered, direct, mapped; they read ahead into the\n"
+	"next epoch). An epoch lasts until the next one's first batch arrives (the\n"
+	"last until its own last batch); the first starts at the reader's open\n"
+	"(listing and headers included).\n"
 	"\n"
 	"  --root DIR        dataset directory; files whose name matches --filter\n"
 	"                    (fnmatch, default *.npy), in all subdirectories\n"
@@ -89,8 +95,11 @@ const char ferry_cli_dataset_help[] =
 	"once per fetch; FERRY_ODIRECT=auto chooses per file, FERRY_PIN_BUDGET bounds\n"
 	"the mappings), \"files_skipped\": N (skips\n"
 	"counted by the reader, a file once per epoch), \"skipped\": [{\"path\": P,\n"
-	"\"error\": MESSAGE}, ...]|null (null when the names cannot be told), \"error\":\n"
-	"MESSAGE|null (what ended the run early)}.\n"
+	"\"error\": MESSAGE}, ...]|null (null when the names cannot be told),\n"
+	"\"per_epoch\": [{\"seconds\": S, \"bytes_delivered\": N, \"cpu_seconds\": C,\n"
+	"\"files_buffered\": N, \"files_direct\": N, \"files_mapped\": N}, ...] (each\n"
+	"epoch's line above, in order; CPU is the process's user + system time),\n"
+	"\"error\": MESSAGE|null (what ended the run early)}.\n"
 	"Errors print 'ferry: FILE: reason' on stderr; exit status 0 ok, 1 failure, 2 usage.\n";
 
 enum {
@@ -489,6 +498,14 @@ static int dump_sample(const char *dir, uint64_t epoch, uint64_t batch, unsigned
 
 /* ---- the run ---- */
 
+/* Where a run stood when an epoch ended (the next epoch's first batch
+ * arrived, or the run ended), counted from the start: the difference of two
+ * marks is one epoch. */
+struct epoch_mark {
+	uint64_t ns, bytes, buffered, direct, mapped;
+	double cpu; /* user + system seconds of the process, every thread */
+};
+
 struct dataset_run {
 	const struct dataset_opts *o;
 	ferry_ctx *ctx;
@@ -500,7 +517,33 @@ struct dataset_run {
 	char *error;                   /* what ended the run early (malloc'ed) */
 	const char **skipped;          /* the files skipped, when known */
 	size_t nskipped;
+	struct epoch_mark *marks;      /* the run's state at the end of each epoch */
+	size_t nmarks;
 };
+
+static double cpu_seconds(void)
+{
+	struct rusage u;
+	if (getrusage(RUSAGE_SELF, &u) < 0)
+		return 0;
+	return (double)u.ru_utime.tv_sec + (double)u.ru_stime.tv_sec +
+	       ((double)u.ru_utime.tv_usec + (double)u.ru_stime.tv_usec) / 1e6;
+}
+
+/* Marks the end of the epoch d is in. Returns 0 or 1 (out of memory). */
+static int mark_epoch(struct dataset_run *d, ferry_reader *r)
+{
+	struct ferry_reader_stats st;
+	struct epoch_mark *m = realloc(d->marks, (d->nmarks + 1) * sizeof(*m));
+	if (!m)
+		return ferry_cli_fail("out of memory");
+	d->marks = m;
+	ferry_reader_stats(r, &st, sizeof(st));
+	m[d->nmarks++] = (struct epoch_mark){ ferry__now_ns() - d->start_ns, d->bytes,
+					      st.files_buffered, st.files_direct,
+					      st.files_mapped, cpu_seconds() };
+	return 0;
+}
 
 /* Copies sample i back, then dumps and/or verifies it. Returns 0 or 1. */
 static int check_sample(struct dataset_run *d, uint64_t epoch, uint64_t batch, unsigned i,
@@ -537,7 +580,7 @@ static void print_order(uint64_t epoch, uint64_t index, const struct ferry_sampl
 	puts(s->is_padding ? "\tpad" : "");
 }
 
-static int run_batch(struct dataset_run *d, ferry_batch *b)
+static int run_batch(struct dataset_run *d, ferry_reader *r, ferry_batch *b)
 {
 	const struct dataset_opts *o = d->o;
 	uint64_t epoch, index;
@@ -545,6 +588,8 @@ static int run_batch(struct dataset_run *d, ferry_batch *b)
 	int status = 0;
 
 	ferry_batch_position(b, &epoch, &index);
+	while (!status && d->nmarks < epoch) /* b is the first of a new epoch */
+		status = mark_epoch(d, r);
 	if (epoch + 1 > d->epochs)
 		d->epochs = epoch + 1;
 	for (unsigned i = 0; i < ferry_batch_size(b) && !status; i++) {
@@ -573,11 +618,13 @@ static int read_batches(struct dataset_run *d, ferry_reader *r)
 	ferry_cli_progress_start(&d->p, "read", "samples", info.real_samples * d->o->cfg.epochs, 0,
 				 !d->o->json && !d->o->quiet);
 	while (!status && (rc = ferry_reader_next(r, &b)) == 0) {
-		status = run_batch(d, b);
+		status = run_batch(d, r, b);
 		ferry_batch_release(b);
 		ferry_cli_progress(&d->p, d->samples, d->bytes);
 	}
 	ferry_cli_progress_end(&d->p);
+	if (!status && d->nmarks < d->epochs)
+		status = mark_epoch(d, r); /* the last epoch, whole or cut short */
 	if (!status && rc == -FERRY_EEND)
 		ferry_cli_skips_epoch_done(d->skips);
 	else if (!status)
@@ -644,6 +691,27 @@ static void report_skips(const struct dataset_run *d, FILE *json)
 		putc(']', json);
 }
 
+/* Epoch e's part of a mark: its difference from the mark before. */
+static struct epoch_mark epoch_part(const struct dataset_run *d, size_t e)
+{
+	struct epoch_mark m = d->marks[e], z = { 0 }, p = e ? d->marks[e - 1] : z;
+	return (struct epoch_mark){ m.ns - p.ns, m.bytes - p.bytes, m.buffered - p.buffered,
+				    m.direct - p.direct, m.mapped - p.mapped, m.cpu - p.cpu };
+}
+
+static void print_epoch(FILE *out, const struct dataset_run *d, size_t e)
+{
+	struct epoch_mark m = epoch_part(d, e);
+	double secs = (double)m.ns / 1e9;
+	char got[32], time[32], rate[32];
+
+	fprintf(out, "  epoch %zu: %s in %s (%s), %.3f CPU s/GB, %" PRIu64 " files buffered, %"
+		PRIu64 " direct, %" PRIu64 " mapped\n", e + 1,
+		ferry_cli_bytes(m.bytes, got, sizeof(got)), ferry_cli_seconds(secs, time, sizeof(time)),
+		ferry_cli_rate(m.bytes, secs, rate, sizeof(rate)),
+		m.bytes ? m.cpu / ((double)m.bytes / 1e9) : 0.0, m.buffered, m.direct, m.mapped);
+}
+
 static void print_summary(const struct dataset_run *d)
 {
 	FILE *out = d->o->order ? stderr : stdout;
@@ -661,6 +729,8 @@ static void print_summary(const struct dataset_run *d)
 		ferry_cli_seconds(secs, time, sizeof(time)),
 		ferry_cli_rate(d->st.bytes_delivered, secs, rate, sizeof(rate)),
 		ferry_ctx_device_kind(d->ctx));
+	for (size_t e = 0; d->nmarks > 1 && e < d->nmarks; e++)
+		print_epoch(out, d, e);
 	if (d->o->verify)
 		fprintf(out, "verify: %" PRIu64 " samples match an independent CPU read of their "
 			"file and region, byte for byte (stdio and the tool's own loops)\n",
@@ -685,7 +755,15 @@ static void print_json(const struct dataset_run *d)
 	       ", \"files_mapped\": %" PRIu64 ", \"files_skipped\": %" PRIu64 ", \"skipped\": ",
 	       d->st.files_buffered, d->st.files_direct, d->st.files_mapped, d->st.files_skipped);
 	report_skips(d, stdout);
-	fputs(", \"error\": ", stdout);
+	fputs(", \"per_epoch\": [", stdout);
+	for (size_t e = 0; e < d->nmarks; e++) {
+		struct epoch_mark m = epoch_part(d, e);
+		printf("%s{\"seconds\": %.6f, \"bytes_delivered\": %" PRIu64 ", \"cpu_seconds\": %.3f, "
+		       "\"files_buffered\": %" PRIu64 ", \"files_direct\": %" PRIu64
+		       ", \"files_mapped\": %" PRIu64 "}", e ? ", " : "", (double)m.ns / 1e9, m.bytes,
+		       m.cpu, m.buffered, m.direct, m.mapped);
+	}
+	fputs("], \"error\": ", stdout);
 	if (d->error)
 		ferry_cli_json_string(stdout, d->error);
 	else
@@ -745,6 +823,7 @@ int ferry_cli_read_dataset(int argc, char **argv)
 		return ferry_cli_error("cannot open a context", rc);
 	status = read_dataset(&d);
 	ferry_cli_skips_close(d.skips);
+	free(d.marks);
 	free(d.error);
 	ferry__clear_error();
 	rc = ferry_ctx_destroy(d.ctx);
