@@ -192,7 +192,9 @@ struct ferry_batch {
 	uint64_t run_cap;              /* the most a PACK item of it spans (plan.c) */
 	enum item_kind phase;          /* the kind of its items now */
 	unsigned next_item;            /* the next item an IO thread takes (reader lock) */
-	unsigned items_left;           /* items not yet finished (reader lock) */
+	/* Items not yet finished: set under the reader lock when the items are
+	 * listed, counted down without it by the threads that ran them. */
+	_Atomic unsigned items_left;
 	unsigned replans;              /* plans made again because a file changed */
 	char *mem;                     /* device memory of the samples */
 	size_t mem_cap;
