@@ -3,7 +3,8 @@
 # relative to the directory they share (ds/s.npy and d3/s.npy do not collide)
 # and never overwrites a file (in both read modes); gen refuses a non-empty
 # directory that does not hold its own dataset unless --force, and replacing
-# its own dataset leaves no file of the old one; --on-error skip names every
+# its own dataset leaves no file of the old one; gen creates a missing
+# directory's parents, and names a parent that is a file; --on-error skip names every
 # skipped file with its reason, on stderr and in --json.
 # FERRY_BUILD names the build directory (default build). Exit 0 pass, 1 fail, 77 skip.
 NAME=cli-files; . "$(dirname "$0")/shharness.sh"
@@ -55,6 +56,11 @@ run 0 "$FERRY" gen --out g --files 2 --size 4k --force --json
 [ -f g/notes.txt ] && [ ! -e g/sample_000002.npy ] || fail "gen --force: $(ls g)"
 run 1 "$FERRY" demo --dir g --files 1 --size 4k
 grep -q "not a file ferry gen writes" "$TMP/err" || fail "demo --dir into a foreign directory: $(cat "$TMP/err")"
+run 0 "$FERRY" gen --out new/a/b --files 2 --size 4k
+[ -f new/a/b/sample_000001.npy ] || fail "gen into missing parents: $(ls -R new 2>&1)"
+run 1 "$FERRY" gen --out g/notes.txt/x --files 1 --size 4k
+grep -q "^ferry: g/notes.txt/x: cannot create the directory: Not a directory" "$TMP/err" ||
+	fail "gen under a file: $(cat "$TMP/err")"
 
 # ---- skipped files are named ----
 "$FERRY" gen --out sk --files 4 --size 4k --quiet || fail "gen sk"

@@ -1,8 +1,11 @@
 /* What the tool's commands share: error lines, strict number parsing, JSON
  * strings and dtype names. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/base.h"
 #include "cli.h"
@@ -98,4 +101,23 @@ enum ferry_dtype ferry_cli_dtype_by_name(const char *name)
 		if (!strcmp(name, ferry_dtype_name((enum ferry_dtype)d)))
 			return (enum ferry_dtype)d;
 	return FERRY_DTYPE_INVALID;
+}
+
+int ferry_cli_mkdirs(const char *dir)
+{
+	char *path = strdup(dir);
+	int rc = 0;
+
+	if (!path)
+		return -1;
+	for (char *p = path; rc == 0 && (p = strchr(p + 1, '/')) != NULL;) {
+		*p = 0;
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			rc = -1;
+		*p = '/';
+	}
+	if (rc == 0 && mkdir(path, 0755) < 0)
+		rc = -1;
+	free(path);
+	return rc;
 }

@@ -157,6 +157,9 @@ int ferry_cli_gen_file(const char *path, const struct ferry_cli_gen_spec *spec, 
  * must hold nothing but sample_NNNNNN.npy files (a dataset ferry gen or ferry
  * demo wrote) unless force. Returns 0, or 1 after printing why not (naming
  * force_option, unless NULL, as the way to write anyway). */
+/* Creates dir and its missing parents (mkdir -p). Returns 0, or -1 with errno
+ * set by the mkdir that failed (EEXIST: dir exists). */
+int ferry_cli_mkdirs(const char *dir);
 int ferry_cli_gen_prepare_dir(const char *dir, int force, const char *force_option);
 /* Removes dir's sample_NNNNNN.npy files numbered files or more (left by an
  * earlier, larger dataset). Returns how many it removed. */

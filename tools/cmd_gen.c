@@ -19,7 +19,7 @@ static const char gen_help[] =
 	"                 [--json | --quiet]\n"
 	"\n"
 	"Writes N synthetic .npy files DIR/sample_000000.npy, sample_000001.npy, ... (DIR\n"
-	"is created when missing). Each holds a 1-D array of BYTES / itemsize elements,\n"
+	"and its parents are created when missing). Each holds a 1-D array of BYTES / itemsize elements,\n"
 	"or the --shape given, whose payload is a function of (seed, file index, offset).\n"
 	"An existing DIR must hold nothing but sample_NNNNNN.npy files (an earlier\n"
 	"dataset, which is replaced: its files numbered N or more are removed, so DIR\n"

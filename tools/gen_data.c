@@ -194,7 +194,7 @@ int ferry_cli_gen_prepare_dir(const char *dir, int force, const char *force_opti
 	struct dirent *e;
 	DIR *d;
 
-	if (mkdir(dir, 0755) == 0)
+	if (ferry_cli_mkdirs(dir) == 0)
 		return 0;
 	if (errno != EEXIST)
 		return ferry_cli_fail("%s: cannot create the directory: %s", dir, strerror(errno));
