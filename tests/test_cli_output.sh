@@ -63,6 +63,9 @@ value 'd["epochs"] == 2 and d["samples"] == 6 and d["verified"] == 6 and d["skip
 value 'd["files_buffered"] == 6 and d["files_direct"] == 0 and d["files_mapped"] == 0' "read --root --json: small files buffered"
 value 'len(d["per_epoch"]) == 2 and [e["bytes_delivered"] for e in d["per_epoch"]] == [12288, 12288]' "read --root --json: per_epoch"
 value 'sum(e["files_buffered"] for e in d["per_epoch"]) == 6 and 0 < sum(e["seconds"] for e in d["per_epoch"]) <= d["seconds"] and all(e["cpu_seconds"] >= 0 for e in d["per_epoch"])' "read --root --json: per_epoch adds up"
+mkdir -p "$TMP/bad" && cp "$TMP"/d/*.npy "$TMP/bad/" && echo junk >"$TMP/bad/zz.npy"
+run 1 "$FERRY" read --json --root "$TMP/bad" --batch 1 --epochs 2
+value 'd["error"] and len(d["per_epoch"]) == 1 and d["per_epoch"][0]["bytes_delivered"] == 12288' "read --root --json, an epoch cut short: per_epoch"
 run 0 "$FERRY" gen --json --out "$TMP/g" --files 2 --size 8k
 keys "gen --json" dir files failed removed_stale payload_bytes seed dtype fortran_order byteorder seconds
 value 'd["files"] == 2 and d["payload_bytes"] == 16384 and d["dtype"] == "float32"' "gen --json"

@@ -623,8 +623,8 @@ static int read_batches(struct dataset_run *d, ferry_reader *r)
 		ferry_cli_progress(&d->p, d->samples, d->bytes);
 	}
 	ferry_cli_progress_end(&d->p);
-	if (!status && d->nmarks < d->epochs)
-		status = mark_epoch(d, r); /* the last epoch, whole or cut short */
+	if (d->nmarks < d->epochs && mark_epoch(d, r)) /* the last epoch, whole or cut short */
+		status = 1;
 	if (!status && rc == -FERRY_EEND)
 		ferry_cli_skips_epoch_done(d->skips);
 	else if (!status)
