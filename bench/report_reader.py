@@ -364,7 +364,8 @@ def markdown(doc):
             "per batch, the best W of those tried. Warm rows are timed from the first batch "
             "(its latency is in the list of every reader run below), cold rows read the files "
             "once from the start, as the ceiling's cold run.", "", table(doc), "",
-            "### Targets (H200, never asserted in tests)", "", targets(doc), ""]
+            "### Targets (issue 18's, set for an H200; this run's device: %s; never asserted "
+            "in tests)" % doc.get("device", "unknown"), "", targets(doc), ""]
     return out
 
 

@@ -211,6 +211,8 @@ if [ "$END_TO_END" = 1 ] && [ -f bench/python_reader.py ]; then
 		grep -q '^## Reader: batches against the read-only ceiling' "$md" ||
 			fail "results.md has no reader section"
 		grep -q 'host device (no GPU)' "$md" || fail "results.md does not say the device is the host"
+		grep -q "^### Targets (issue 18's, set for an H200; this run's device: " "$md" ||
+			fail "results.md's targets do not name this run's device"
 		# A row per file set (16 KiB, 128 KiB, 1 MiB) and batch size, warm.
 		rows=$(grep -c '^| [0-9.]* [KM]iB ([a-z]*) | warm | [0-9]* |' "$md")
 		[ "$rows" -eq 12 ] || fail "results.md's reader table has $rows warm rows, not 12"
