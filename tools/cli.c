@@ -103,19 +103,23 @@ enum ferry_dtype ferry_cli_dtype_by_name(const char *name)
 	return FERRY_DTYPE_INVALID;
 }
 
+int ferry_cli_make_parents(char *path, size_t from)
+{
+	for (char *p = path + from; (p = strchr(p + 1, '/')) != NULL;) {
+		*p = 0;
+		int rc = mkdir(path, 0755) < 0 && errno != EEXIST ? -1 : 0;
+		*p = '/';
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int ferry_cli_mkdirs(const char *dir)
 {
 	char *path = strdup(dir);
-	int rc = 0;
+	int rc = path ? ferry_cli_make_parents(path, 0) : -1;
 
-	if (!path)
-		return -1;
-	for (char *p = path; rc == 0 && (p = strchr(p + 1, '/')) != NULL;) {
-		*p = 0;
-		if (mkdir(path, 0755) < 0 && errno != EEXIST)
-			rc = -1;
-		*p = '/';
-	}
 	if (rc == 0 && mkdir(path, 0755) < 0)
 		rc = -1;
 	free(path);

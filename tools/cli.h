@@ -153,13 +153,17 @@ int ferry_cli_gen_nbytes(const struct ferry_cli_gen_spec *spec, uint64_t *nbytes
  * Returns 0, or 1 after printing "ferry: PATH: reason". */
 int ferry_cli_gen_file(const char *path, const struct ferry_cli_gen_spec *spec, uint64_t key,
 		       void *scratch, size_t scratch_len);
-/* Makes dir ready for a dataset: creates it when missing; an existing one
- * must hold nothing but sample_NNNNNN.npy files (a dataset ferry gen or ferry
- * demo wrote) unless force. Returns 0, or 1 after printing why not (naming
- * force_option, unless NULL, as the way to write anyway). */
+/* Creates the missing parent directories of path that lie past its first
+ * from bytes (path is restored). Returns 0, or -1 with errno set by the mkdir
+ * that failed. */
+int ferry_cli_make_parents(char *path, size_t from);
 /* Creates dir and its missing parents (mkdir -p). Returns 0, or -1 with errno
  * set by the mkdir that failed (EEXIST: dir exists). */
 int ferry_cli_mkdirs(const char *dir);
+/* Makes dir ready for a dataset: creates it (and its parents) when missing;
+ * an existing one must hold nothing but sample_NNNNNN.npy files (a dataset
+ * ferry gen or ferry demo wrote) unless force. Returns 0, or 1 after printing why not (naming
+ * force_option, unless NULL, as the way to write anyway). */
 int ferry_cli_gen_prepare_dir(const char *dir, int force, const char *force_option);
 /* Removes dir's sample_NNNNNN.npy files numbered files or more (left by an
  * earlier, larger dataset). Returns how many it removed. */

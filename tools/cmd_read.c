@@ -156,16 +156,6 @@ static int plan_dump(struct read_run *r, char **files)
 	return 0;
 }
 
-/* Creates the directories of out (a file path) below its first len bytes. */
-static void make_parents(char *out, size_t len)
-{
-	for (char *p = out + len; (p = strchr(p + 1, '/')) != NULL;) {
-		*p = 0;
-		mkdir(out, 0755);
-		*p = '/';
-	}
-}
-
 /* Writes len bytes of data to OUTDIR/REL.bin, never over an existing file.
  * Returns 0, or 1 after printing why. */
 static int dump_array(struct read_run *r, unsigned i, const void *data, uint64_t len)
@@ -180,7 +170,7 @@ static int dump_array(struct read_run *r, unsigned i, const void *data, uint64_t
 	if (n >= 4 && !strcmp(rel + n - 4, ".npy"))
 		n -= 4;
 	sprintf(out, "%s/%.*s.bin", r->o.dump_dir, (int)n, rel);
-	make_parents(out, dir_len);
+	(void)ferry_cli_make_parents(out, dir_len); /* a failure fails the open below */
 	fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	failed = fd < 0;
 	if (!failed) {
