@@ -26,16 +26,6 @@ struct waiter {
 	int rc, done, saw_mark;
 };
 
-static struct ferry__staging *make_engine(struct ferry__device *dev)
-{
-	struct ferry__staging_config cfg = { .chunk_size = CHUNK, .max_buffers = 4,
-					     .initial_buffers = 4, .launch_after = 32,
-					     .placement = FERRY__STAGE_PINNED };
-	struct ferry__staging *stg;
-	T_OK(ferry__staging_create(dev, &cfg, &stg));
-	return stg;
-}
-
 static void *wait_ticket(void *arg)
 {
 	struct waiter *w = arg;
@@ -65,7 +55,7 @@ static void queue_copy_then_held_fill(struct ferry__staging *stg, struct ferry__
 
 static void test_cover_waits_for_later_work(struct ferry__device *dev)
 {
-	struct ferry__staging *stg = make_engine(dev);
+	struct ferry__staging *stg = t_pinned_engine(dev, CHUNK, 4);
 	struct ferry__ticket t = { .stg = stg };
 	struct ferry__gate *g;
 	struct ferry__event *fence;
@@ -101,7 +91,7 @@ static void test_cover_waits_for_later_work(struct ferry__device *dev)
 
 static void test_cover_nothing(struct ferry__device *dev)
 {
-	struct ferry__staging *stg = make_engine(dev);
+	struct ferry__staging *stg = t_pinned_engine(dev, CHUNK, 4);
 	struct ferry__ticket t = { .stg = stg };
 	struct ferry__staging_stats st;
 	T_OK(ferry__staging_cover(stg, &t));

@@ -22,11 +22,8 @@ struct lane {
 
 static void open_lane(struct ferry__device *dev, struct lane *l)
 {
-	struct ferry__staging_config cfg = { .chunk_size = CHUNK, .max_buffers = COPIES,
-					     .initial_buffers = COPIES, .launch_after = 32,
-					     .placement = FERRY__STAGE_PINNED };
 	l->dev = dev;
-	T_OK(ferry__staging_create(dev, &cfg, &l->stg));
+	l->stg = t_pinned_engine(dev, CHUNK, COPIES);
 	for (unsigned i = 0; i < COPIES; i++) {
 		T_OK(dev->ops->mem_alloc(dev, LEN, &l->dst[i]));
 		l->t[i] = (struct ferry__ticket){ .stg = l->stg };

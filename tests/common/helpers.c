@@ -1,6 +1,7 @@
 #include "helpers.h"
 
 #include "context/context.h"
+#include "engine/engine.h"
 
 #include <ftw.h>
 #include <unistd.h>
@@ -12,6 +13,16 @@ struct ferry__device *t_open_device(void)
 	if (rc < 0)
 		T_SKIP("no device: %s (%s)", ferry_strerror(rc), ferry_last_error());
 	return dev;
+}
+
+struct ferry__staging *t_pinned_engine(struct ferry__device *dev, size_t chunk, unsigned buffers)
+{
+	struct ferry__staging_config cfg = { .chunk_size = chunk, .max_buffers = buffers,
+					     .initial_buffers = buffers, .launch_after = 32,
+					     .placement = FERRY__STAGE_PINNED };
+	struct ferry__staging *stg;
+	T_OK(ferry__staging_create(dev, &cfg, &stg));
+	return stg;
 }
 
 /* Each 8-byte word holds (file_id << 40) | (offset / 8), offset rounded down. */

@@ -61,6 +61,11 @@
  * that device is not available. */
 struct ferry__device *t_open_device(void);
 
+struct ferry__staging;
+/* A staging engine on dev: buffers of chunk bytes in pinned memory, all made
+ * at once, a batch launched after 32 copies. */
+struct ferry__staging *t_pinned_engine(struct ferry__device *dev, size_t chunk, unsigned buffers);
+
 /*
  * Patterns: byte i of a source named by (file_id, offset) is a function of
  * file_id and offset + i, so a misplaced chunk says where it came from.
