@@ -15,8 +15,6 @@
  * Usage: register FILE... (warm them first; 64 MiB files were the question)
  */
 #define _GNU_SOURCE
-#include <cuda.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -27,87 +25,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cuda_probe.h"
+
 #define PASSES 3
 enum { MAP, REG, COPY, UNREG, UNMAP, PHASES };
 static const char *const phase_names[PHASES] = { "mmap", "register", "copy", "unregister",
 						 "munmap" };
 
-static struct {
-	CUresult (*init)(unsigned);
-	CUresult (*device_get)(CUdevice *, int);
-	CUresult (*attribute)(int *, CUdevice_attribute, CUdevice);
-	CUresult (*primary_retain)(CUcontext *, CUdevice);
-	CUresult (*set_current)(CUcontext);
-	CUresult (*alloc)(CUdeviceptr *, size_t);
-	CUresult (*host_register)(void *, size_t, unsigned);
-	CUresult (*host_unregister)(void *);
-	CUresult (*copy)(CUdeviceptr, const void *, size_t, CUstream);
-	CUresult (*stream_create)(CUstream *, unsigned);
-	CUresult (*stream_sync)(CUstream);
-} cu;
-static CUcontext ctx;
 static char **paths;
 static size_t *sizes;
 static void **maps;  /* cached mode: every file mapped and registered */
 static int nfiles;
-static unsigned reg_flags = CU_MEMHOSTREGISTER_READ_ONLY;
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static void check(CUresult rc, const char *what)
-{
-	if (rc != CUDA_SUCCESS) {
-		fprintf(stderr, "register: %s failed: CUresult %d\n", what, (int)rc);
-		exit(1);
-	}
-}
-
-static void *sym(void *lib, const char *name)
-{
-	void *p = dlsym(lib, name);
-	if (!p) {
-		fprintf(stderr, "register: %s not in libcuda\n", name);
-		exit(1);
-	}
-	return p;
-}
-
-static void load_cuda(void)
-{
-	void *lib = dlopen("libcuda.so.1", RTLD_NOW);
-	CUdevice dev;
-	int ro = 0;
-
-	if (!lib) {
-		fprintf(stderr, "register: %s\n", dlerror());
-		exit(1);
-	}
-	cu.init = sym(lib, "cuInit");
-	cu.device_get = sym(lib, "cuDeviceGet");
-	cu.attribute = sym(lib, "cuDeviceGetAttribute");
-	cu.primary_retain = sym(lib, "cuDevicePrimaryCtxRetain");
-	cu.set_current = sym(lib, "cuCtxSetCurrent");
-	cu.alloc = sym(lib, "cuMemAlloc_v2");
-	cu.host_register = sym(lib, "cuMemHostRegister_v2");
-	cu.host_unregister = sym(lib, "cuMemHostUnregister");
-	cu.copy = sym(lib, "cuMemcpyHtoDAsync_v2");
-	cu.stream_create = sym(lib, "cuStreamCreate");
-	cu.stream_sync = sym(lib, "cuStreamSynchronize");
-	check(cu.init(0), "cuInit");
-	check(cu.device_get(&dev, 0), "cuDeviceGet");
-	check(cu.attribute(&ro, CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED, dev),
-	      "cuDeviceGetAttribute");
-	printf("read-only host registration supported: %d\n", ro);
-	if (!ro)
-		reg_flags = 0;
-	check(cu.primary_retain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-	check(cu.set_current(ctx), "cuCtxSetCurrent");
-}
 
 struct worker {
 	int id, nthreads, mode;
