@@ -10,7 +10,8 @@
  * copies out of it; queueing ends the lease and hands the buffer to the pending
  * batch. A batch is launched (its copies issued on the engine's copy stream and
  * its own event recorded after them) when it holds more than launch_after
- * copies, or on commit. Every function is thread-safe.
+ * copies, or on commit, unless launches are held (ferry__staging_hold_launches).
+ * Every function is thread-safe.
  */
 #ifndef FERRY_ENGINE_H
 #define FERRY_ENGINE_H
@@ -92,6 +93,7 @@ struct ferry__ticket {
 struct ferry__staging_stats {
 	unsigned total, free, leased, pending, in_flight;
 	uint64_t batches_launched, waits, reclaimed, grown;
+	uint64_t launches_held;    /* early launches left pending while launches were held */
 	size_t chunk_size;
 };
 
@@ -159,6 +161,18 @@ int ferry__staging_queue_mapped(struct ferry__staging *stg, const void *base,
  * the copies). A ticket others still queue on must be waited for instead:
  * reading its seq here would race with them. */
 int ferry__staging_settled(struct ferry__staging *stg, const struct ferry__ticket *t, int *error);
+/*
+ * Holds (hold 1) or ends the hold on (hold 0) the engine's early launches: a
+ * pending batch past launch_after, a commit without a fence, and launch_for
+ * leave the batch pending, so that callers go on reading into free buffers
+ * rather than wait inside the device. For the time the device itself holds
+ * every launch up: a registration of host memory holds CUDA's lock, while
+ * the copies queued before it run on (docs/design.md, "Zero copy"). A launch
+ * that someone waits on still happens (a wait, a lease with no buffer left,
+ * cover, a commit with a fence). Ending the hold launches what is pending.
+ * Returns 0 or the launch's error (which also reaches the copies' tickets).
+ */
+int ferry__staging_hold_launches(struct ferry__staging *stg, int hold);
 /* 1 when every batch up to seq has completed (reclaims completed batches by
  * query first, never waits), else 0. */
 int ferry__staging_reached(struct ferry__staging *stg, uint64_t seq);
@@ -228,6 +242,8 @@ struct ferry__staging *ferry__lanes_pick(const struct ferry__lanes *l);
 /* Batches of copies launched on all lanes so far: it stands still while no
  * copy is being queued. */
 uint64_t ferry__lanes_launched(const struct ferry__lanes *l);
+/* ferry__staging_hold_launches on every lane. */
+void ferry__lanes_hold_launches(const struct ferry__lanes *l, int hold);
 unsigned ferry__lanes_pick_index(const struct ferry__lanes *l);
 
 #endif

@@ -86,3 +86,9 @@ uint64_t ferry__lanes_launched(const struct ferry__lanes *l)
 	}
 	return n;
 }
+
+void ferry__lanes_hold_launches(const struct ferry__lanes *l, int hold)
+{
+	for (unsigned i = 0; i < l->n; i++)
+		(void)ferry__staging_hold_launches(l->lane[i], hold); /* errors reach tickets */
+}

@@ -86,6 +86,9 @@ struct ferry__staging {
 	/* Every batch up to this one has left pending (launched, or failed at
 	 * launch): ferry__staging_launch_for skips the lock for such a ticket. */
 	_Atomic uint64_t launched_seq;
+	/* ferry__staging_hold_launches: early launches wait. Read under the lock,
+	 * written without it (the hold's end then takes the lock to launch). */
+	_Atomic int launches_held;
 	int fatal;               /* the device can no longer confirm completion */
 	int untracked_error;     /* a failed copy queued without a ticket */
 	struct ferry__staging_stats counters;
@@ -608,6 +611,28 @@ static int reserve_copies(struct ferry__batch *b, unsigned n)
 	return 0;
 }
 
+/* Whether an early launch of the pending batch must wait (counted when there
+ * is one to launch). Lock held. */
+static int launch_held(struct ferry__staging *stg)
+{
+	if (!atomic_load_explicit(&stg->launches_held, memory_order_relaxed))
+		return 0;
+	stg->counters.launches_held += stg->pending != NULL;
+	return 1;
+}
+
+int ferry__staging_hold_launches(struct ferry__staging *stg, int hold)
+{
+	atomic_store_explicit(&stg->launches_held, hold, memory_order_relaxed);
+	if (hold)
+		return 0;
+	/* A caller that saw the hold left its batch pending before this lock. */
+	pthread_mutex_lock(&stg->lock);
+	int rc = stg->fatal ? stg->fatal : launch_pending(stg);
+	pthread_mutex_unlock(&stg->lock);
+	return rc;
+}
+
 /* Adds buf and its copies to the pending batch (created if needed). */
 static int add_to_pending(struct ferry__staging *stg, struct ferry__buf *buf,
 			  const struct ferry__copy *copies, unsigned n, struct ferry__ticket *t)
@@ -655,7 +680,7 @@ int ferry__staging_queue(struct ferry__staging *stg, struct ferry__buf *buf,
 		/* A thread that found every buffer leased may now launch this batch. */
 		pthread_cond_broadcast(&stg->changed);
 		/* Once queued, a launch failure reaches the copies' tickets, not this call. */
-		if (stg->pending->ncopies > stg->launch_after)
+		if (stg->pending->ncopies > stg->launch_after && !launch_held(stg))
 			launch_pending(stg);
 	}
 out:
@@ -666,7 +691,7 @@ out:
 int ferry__staging_commit(struct ferry__staging *stg, struct ferry__event *fence)
 {
 	pthread_mutex_lock(&stg->lock);
-	int rc = stg->fatal ? stg->fatal : launch_pending(stg);
+	int rc = stg->fatal ? stg->fatal : !fence && launch_held(stg) ? 0 : launch_pending(stg);
 	if (rc == 0 && fence)
 		rc = stg->dev->ops->event_record(stg->dev, fence, stg->stream);
 	pthread_mutex_unlock(&stg->lock);
@@ -681,7 +706,7 @@ int ferry__staging_launch_for(struct ferry__staging *stg, const struct ferry__ti
 		return 0;
 	pthread_mutex_lock(&stg->lock);
 	int rc = stg->fatal;
-	if (!rc && stg->pending && t->seq == stg->pending->seq)
+	if (!rc && stg->pending && t->seq == stg->pending->seq && !launch_held(stg))
 		rc = launch_pending(stg);
 	pthread_mutex_unlock(&stg->lock);
 	return rc;

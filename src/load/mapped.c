@@ -17,14 +17,18 @@
  * registrar frees entries (and the context's close, once it has stopped), so
  * it may look at them with the lock released.
  *
- * Registering holds up the device's copies while it runs (on the H200 a
- * first epoch over warm 64 MiB files ran at 12.6 GB/s with the registrar
- * busy, 21.6 without it), so the registrar paces itself: after a registration
- * that took t it waits t * (100 - pace) / pace before the next (FERRY_PIN_PACE,
- * a percent of the time; docs/design.md has the measured trade-off). There
- * is nothing to hold up while no copy is launched (the training step's
- * compute, between batches): once the lanes launched nothing for
- * FERRY__QUIET_NS, the wait is cut short.
+ * A registration holds the driver's lock while it runs: copies queued before
+ * it run on, but no copy can be launched meanwhile (tests/gpu/diag/
+ * register_overlap.c: on an H100 two threads launching copies moved 54 GB/s
+ * alone, under 2 GB/s beside back-to-back registrations). So the registrar
+ * holds the lanes' early launches while it registers (the threads that would
+ * launch go on reading into free buffers instead of waiting in the driver),
+ * and paces itself: after a registration that took t it waits
+ * t * (100 - pace) / pace before the next (FERRY_PIN_PACE, a percent of the
+ * time; docs/design.md has the measured trade-off). There is nothing to hold
+ * up while no copy is launched (the training step's compute, between
+ * batches): once the lanes launched nothing for FERRY__QUIET_NS, the wait is
+ * cut short.
  *
  * Pinned pages cannot be reclaimed, so the registrar also gives registrations
  * back: when the machine runs short of memory (the reserve), when their file
@@ -287,6 +291,25 @@ static void name_file(const struct ferry__file *f, int rc)
 	free(why);
 }
 
+/* Registers len bytes at addr, the lanes' early launches held meanwhile: the
+ * registration holds every launch up, and the threads that would launch had
+ * better go on reading into free buffers. Returns 0 or the device's code (its
+ * message kept, whatever ending the hold says). */
+static int register_holding_launches(struct ferry__mapped *m, void *addr, size_t len)
+{
+	if (!m->lanes)
+		return m->dev->ops->map_register(m->dev, addr, len);
+	ferry__lanes_hold_launches(m->lanes, 1);
+	int rc = m->dev->ops->map_register(m->dev, addr, len);
+	char *why = rc < 0 ? ferry__error_copy() : NULL;
+	ferry__lanes_hold_launches(m->lanes, 0);
+	if (why) {
+		ferry__fail(rc, "%s", why);
+		free(why);
+	}
+	return rc;
+}
+
 /* Maps and registers f into a new entry (budget already reserved). */
 static int map_file(struct ferry__mapped *m, const struct ferry__file *f,
 		    struct ferry__mapping **out)
@@ -300,7 +323,7 @@ static int map_file(struct ferry__mapped *m, const struct ferry__file *f,
 		return ferry__fail(-ENOMEM, "%s: out of memory for a mapping", f->path);
 	}
 	int rc = ferry__io_map(f, &e->addr, &e->len); /* its message names the file */
-	if (rc == 0 && (rc = m->dev->ops->map_register(m->dev, e->addr, e->len)) < 0)
+	if (rc == 0 && (rc = register_holding_launches(m, e->addr, e->len)) < 0)
 		name_file(f, rc);
 	e->registered = rc == 0;
 	if (rc < 0) {

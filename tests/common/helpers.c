@@ -15,14 +15,20 @@ struct ferry__device *t_open_device(void)
 	return dev;
 }
 
-struct ferry__staging *t_pinned_engine(struct ferry__device *dev, size_t chunk, unsigned buffers)
+struct ferry__staging *t_pinned_engine_after(struct ferry__device *dev, size_t chunk,
+					     unsigned buffers, unsigned launch_after)
 {
 	struct ferry__staging_config cfg = { .chunk_size = chunk, .max_buffers = buffers,
-					     .initial_buffers = buffers, .launch_after = 32,
+					     .initial_buffers = buffers, .launch_after = launch_after,
 					     .placement = FERRY__STAGE_PINNED };
 	struct ferry__staging *stg;
 	T_OK(ferry__staging_create(dev, &cfg, &stg));
 	return stg;
+}
+
+struct ferry__staging *t_pinned_engine(struct ferry__device *dev, size_t chunk, unsigned buffers)
+{
+	return t_pinned_engine_after(dev, chunk, buffers, 32);
 }
 
 /* Each 8-byte word holds (file_id << 40) | (offset / 8), offset rounded down. */

@@ -65,6 +65,9 @@ struct ferry__staging;
 /* A staging engine on dev: buffers of chunk bytes in pinned memory, all made
  * at once, a batch launched after 32 copies. */
 struct ferry__staging *t_pinned_engine(struct ferry__device *dev, size_t chunk, unsigned buffers);
+/* The same, a batch launched once it holds more than launch_after copies. */
+struct ferry__staging *t_pinned_engine_after(struct ferry__device *dev, size_t chunk,
+					     unsigned buffers, unsigned launch_after);
 
 /*
  * Patterns: byte i of a source named by (file_id, offset) is a function of
