@@ -293,14 +293,20 @@ static void name_file(const struct ferry__file *f, int rc)
 
 /* Registers len bytes at addr, the lanes' early launches held meanwhile: the
  * registration holds every launch up, and the threads that would launch had
- * better go on reading into free buffers. Returns 0 or the device's code (its
- * message kept, whatever ending the hold says). */
-static int register_holding_launches(struct ferry__mapped *m, void *addr, size_t len)
+ * better go on reading into free buffers. *took gets the registration's time
+ * (what the pace weighs: launching what the hold left pending is not).
+ * Returns 0 or the device's code (its message kept, whatever ending the hold
+ * says). */
+static int register_holding_launches(struct ferry__mapped *m, void *addr, size_t len,
+				     uint64_t *took)
 {
-	if (!m->lanes)
-		return m->dev->ops->map_register(m->dev, addr, len);
-	ferry__lanes_hold_launches(m->lanes, 1);
+	if (m->lanes)
+		ferry__lanes_hold_launches(m->lanes, 1);
+	uint64_t start = ferry__now_ns();
 	int rc = m->dev->ops->map_register(m->dev, addr, len);
+	*took = ferry__now_ns() - start;
+	if (!m->lanes)
+		return rc;
 	char *why = rc < 0 ? ferry__error_copy() : NULL;
 	ferry__lanes_hold_launches(m->lanes, 0);
 	if (why) {
@@ -310,9 +316,10 @@ static int register_holding_launches(struct ferry__mapped *m, void *addr, size_t
 	return rc;
 }
 
-/* Maps and registers f into a new entry (budget already reserved). */
+/* Maps and registers f into a new entry (budget already reserved); *took
+ * gets the registration's time. */
 static int map_file(struct ferry__mapped *m, const struct ferry__file *f,
-		    struct ferry__mapping **out)
+		    struct ferry__mapping **out, uint64_t *took)
 {
 	struct ferry__mapping *e = calloc(1, sizeof(*e));
 	if (!e)
@@ -323,7 +330,7 @@ static int map_file(struct ferry__mapped *m, const struct ferry__file *f,
 		return ferry__fail(-ENOMEM, "%s: out of memory for a mapping", f->path);
 	}
 	int rc = ferry__io_map(f, &e->addr, &e->len); /* its message names the file */
-	if (rc == 0 && (rc = register_holding_launches(m, e->addr, e->len)) < 0)
+	if (rc == 0 && (rc = register_holding_launches(m, e->addr, e->len, took)) < 0)
 		name_file(f, rc);
 	e->registered = rc == 0;
 	if (rc < 0) {
@@ -352,11 +359,10 @@ static void register_offer(struct ferry__mapped *m, struct ferry__file *f)
 		return;
 	pthread_mutex_unlock(&m->lock);
 	struct ferry__mapping *e = NULL;
-	uint64_t start = ferry__now_ns();
-	int rc = worth_mapping(f) ? map_file(m, f, &e) : 1;
-	uint64_t end = ferry__now_ns();
+	uint64_t took = 0;
+	int rc = worth_mapping(f) ? map_file(m, f, &e, &took) : 1;
 	pthread_mutex_lock(&m->lock);
-	m->resume_ns = end + ferry__mapped_pause_ns(end - start, m->pace);
+	m->resume_ns = ferry__now_ns() + ferry__mapped_pause_ns(took, m->pace);
 	if (rc < 0)
 		note_refusal(m);
 	ferry__clear_error();
