@@ -1,24 +1,25 @@
 #!/bin/sh
-# The zero-copy path's epochs (issue 23): registering a warm file holds up the
-# GPU's copies while it runs, so the registrar paces itself (FERRY_PIN_PACE, a
-# percent of the time). First the ceilings of each file set (`ferry bench
-# --ceilings-only`: the pinned copy, O_DIRECT storage, the page cache and
-# read-only threads). Then for the copy path alone (FERRY_PIN_BUDGET=0), the
-# default settings and each FERRY_PIN_PACE in PACES: one `ferry read` of the
-# warm files for EPOCHS epochs (a fresh process: registrations live as long
-# as a context), one line from its per-epoch figures: GB/s and CPU s/GB of
-# the first epoch, the second, epochs 2 to EPOCHS, and the last half (what an
-# epoch costs once the registrar is done), and the loads that took the
-# zero-copy path. An epoch ends when the next one's first batch arrives, so
-# the window read ahead (up to 256 MiB) counts in the epoch before.
+# The zero-copy path's epochs (issue 23): registering a warm file holds up
+# every copy's launch while it runs, and the registrar can pace itself
+# (FERRY_PIN_PACE, a percent of the time; 100 by default). First the
+# ceilings of each file set (`ferry bench --ceilings-only`: the pinned copy,
+# O_DIRECT storage, the page cache and read-only threads). Then for the copy
+# path alone (FERRY_PIN_BUDGET=0), the default settings and each
+# FERRY_PIN_PACE in PACES: one `ferry read` of the warm files for EPOCHS
+# epochs (a fresh process: registrations live as long as a context), one
+# line from its per-epoch figures: GB/s and CPU s/GB of the first epoch, the
+# second, epochs 2 to EPOCHS, and the last half (what an epoch costs once the
+# registrar is done), and the loads that took the zero-copy path. An epoch
+# ends when the next one's first batch arrives, so the window read ahead (up
+# to 256 MiB) counts in the epoch before.
 #
 # Usage: sh bench/pin_pace.sh [DIR]   (DIR: ${TMPDIR:-/var/tmp}/ferry-pace)
 # Variables: FERRY (build/ferry), SIZES ("64M:64 4M:1024": size:files),
-#   PACES ("100 25 10"), EPOCHS (8, even), BATCH (4), ROUNDS (1)
+#   PACES ("50 25"), EPOCHS (8, even), BATCH (4), ROUNDS (1)
 FERRY=${FERRY:-build/ferry}
 DIR=${1:-${TMPDIR:-/var/tmp}/ferry-pace}
 SIZES=${SIZES:-"64M:64 4M:1024"}
-PACES=${PACES:-"100 25 10"}
+PACES=${PACES:-"50 25"}
 EPOCHS=${EPOCHS:-8}
 BATCH=${BATCH:-4}
 PY=${PYTHON:-python3}

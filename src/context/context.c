@@ -263,13 +263,18 @@ static void describe_mapped(ferry_ctx *ctx, char *buf, size_t len)
 			 (unsigned long long)st.refused, st.last_refusal);
 		return;
 	}
+	char pace[128];
+	if (ctx->set.pin_pace >= 100)
+		snprintf(pace, sizeof(pace), "registering as they come");
+	else
+		snprintf(pace, sizeof(pace), "registering %u%% of the time at most while copies "
+			 "run (all of it once none was launched for %u us)", ctx->set.pin_pace,
+			 FERRY__QUIET_NS / 1000);
 	snprintf(buf, len, "warm files of %llu MiB or more are copied straight from the page "
 		 "cache, kept registered up to a pin budget of %llu MiB while %llu MiB of memory "
-		 "stays available, registering %u%% of the time at most while copies run (all of it "
-		 "once none was launched for %u us): %s%s%s",
+		 "stays available, %s: %s%s%s",
 		 (unsigned long long)(FERRY__MAPPED_MIN >> 20), (unsigned long long)(st.budget >> 20),
-		 (unsigned long long)(st.reserve >> 20), ctx->set.pin_pace, FERRY__QUIET_NS / 1000,
-		 ctx->mapped_how,
+		 (unsigned long long)(st.reserve >> 20), pace, ctx->mapped_how,
 		 st.refused ? "; refused last: " : "", st.last_refusal);
 }
 

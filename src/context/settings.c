@@ -21,7 +21,7 @@
 #define DEFAULT_MAX_BUFFERS 128
 #define DEFAULT_CHUNK ((size_t)2 << 20)
 #define DEFAULT_MAX_THREADS 16
-#define DEFAULT_PIN_PACE 50
+#define DEFAULT_PIN_PACE 100
 #define MIN_LANE_BUFFERS 8
 /* A lane's pool starts with this many buffers at its first lease and grows on
  * demand (the engine doubles it up to the lane's share; see context.c). */
@@ -61,13 +61,14 @@ static const struct ferry__setting_info table[] = {
 	  "zero copy: memory to leave available; below it (MemAvailable less the bytes "
 	  "pinned) nothing more is registered and registrations are given back, least "
 	  "recently used first (checked about once a second)" },
-	{ "FERRY_PIN_PACE", "1 to 100 (percent)", "50",
+	{ "FERRY_PIN_PACE", "1 to 100 (percent)", "100",
 	  "zero copy: the share of the time the registrar may spend registering warm files "
-	  "while copies run, all of it once none was launched for 0.5 ms (registering "
-	  "holds up the GPU's copies while it runs: at 100 a first epoch over warm files "
-	  "ran at 0.7 of the copy path's rate and every later one took the zero-copy path; "
-	  "at 50 the first ran at about 0.9 of it and registering took longer: 2 epochs of "
-	  "64 MiB files, more of 4 MiB ones)" },
+	  "while copies run, all of it once none was launched for 0.5 ms (a registration "
+	  "holds up every copy's launch while it runs, and the threads that would launch "
+	  "go on reading meanwhile: on H100s, reading warm 64 MiB files flat out, the first "
+	  "epoch ran at 0.80-0.90 of the copy path's rate at 100 and 0.89-0.93 at 50, and "
+	  "50 left more files to register in later epochs: epochs 2-8 at 0.02-0.05 CPU s/GB "
+	  "against 0.09-0.12)" },
 	{ "FERRY_TRACE", "a file path", "off", "write a CSV trace of the staging engines' events" },
 	{ "FERRY_CUDA_WAIT", "spin, poll, block", "spin",
 	  "how a thread waits for a copy to the GPU to land (a staging buffer to come back, a "

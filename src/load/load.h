@@ -99,9 +99,10 @@ struct ferry__mapping; /* one registered mapping of one version of a file */
  * least recently used first, when the machine falls below that (checked
  * about once a second). While copies are being launched on lanes (may be
  * NULL: always), registering spends at most pace percent (1 to 100) of the
- * time: after each registration the registrar waits ferry__mapped_pause_ns;
- * once no batch was launched for FERRY__QUIET_NS it registers without
- * waiting (a training step's compute leaves the loader idle). The caller
+ * time, and the lanes' early launches are held while it registers
+ * (ferry__lanes_hold_launches): after each registration the registrar waits
+ * ferry__mapped_pause_ns; once no batch was launched for FERRY__QUIET_NS it
+ * registers without waiting (a training step's compute leaves the loader idle). The caller
  * checked that dev can (map_ready). Returns 0 or a negative code.
  */
 int ferry__mapped_create(struct ferry__device *dev, const struct ferry__lanes *lanes,
