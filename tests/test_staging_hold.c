@@ -4,8 +4,10 @@
  * early launches leave the batch pending: a batch past launch_after, a commit
  * without a fence, launch_for. Every launch that someone waits on still
  * happens: a wait, a lease that finds no buffer free, a commit with a fence.
- * Ending the hold launches what was left pending. Every byte that lands is
- * checked. On the device FERRY_DEVICE names.
+ * Ending the hold launches what was left pending, and the trace's row of a
+ * copy issued then still names its file, though the caller's string is gone
+ * (the engine keeps its own). Every byte that lands is checked. On the device
+ * FERRY_DEVICE names.
  */
 #include "test_lane_util.h"
 
@@ -67,11 +69,61 @@ static void test_needed_launches_happen(struct ferry__device *dev)
 	tl_close(&l);
 }
 
+/* A copy queued with a tag the caller frees at once, launched after the hold:
+ * its trace row names the file all the same. */
+static void test_trace_outlives_the_tag(struct ferry__device *dev)
+{
+	char *dir = strdup(t_tmpdir()), trace_path[300];
+	snprintf(trace_path, sizeof(trace_path), "%s/trace.csv", dir);
+	struct ferry__trace *trace;
+	T_OK(ferry__trace_open(trace_path, &trace));
+	struct ferry__staging_config cfg = { .chunk_size = TL_CHUNK, .max_buffers = 2,
+					     .initial_buffers = 2, .launch_after = 1,
+					     .placement = FERRY__STAGE_PINNED, .trace = trace };
+	struct ferry__staging *stg;
+	T_OK(ferry__staging_create(dev, &cfg, &stg));
+	void *dst;
+	T_OK(dev->ops->mem_alloc(dev, TL_LEN, &dst));
+	T_OK(ferry__staging_hold_launches(stg, 1));
+	struct ferry__buf *b;
+	T_OK(ferry__staging_lease(stg, &b));
+	t_fill_pattern(b->data, TL_LEN, 9, 0);
+	char *path = strdup("a-closed-file.npy");
+	struct ferry__ticket t = { .stg = stg };
+	struct ferry__copy c = { .dst = dst, .len = TL_LEN, .tag = path };
+	T_OK(ferry__staging_queue(stg, b, &c, 1, &t));
+	memset(path, 'X', strlen(path)); /* the file closed: its path gone */
+	free(path);
+	T_OK(ferry__staging_hold_launches(stg, 0));
+	T_OK(ferry__staging_wait(stg, &t));
+	unsigned char *back = t_copy_back(dev, dst, TL_LEN);
+	T_EQ(t_check_pattern(back, TL_LEN, 9, 0), TL_LEN);
+	free(back);
+	T_OK(ferry__staging_destroy(stg));
+	dev->ops->mem_free(dev, dst);
+	ferry__trace_close(trace);
+	char line[512];
+	int copy_rows = 0;
+	FILE *f = fopen(trace_path, "r");
+	T_ASSERT(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, ",copy,")) {
+			copy_rows++;
+			if (!strstr(line, ",\"a-closed-file.npy\","))
+				T_FAIL("the copy's trace row names no file: %s", line);
+		}
+	fclose(f);
+	T_EQ(copy_rows, 1);
+	t_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	struct ferry__device *dev = t_open_device();
 	test_early_launches_wait(dev);
 	test_needed_launches_happen(dev);
+	test_trace_outlives_the_tag(dev);
 	dev->ops->close(dev);
 	printf("ok: held launches wait for the hold's end; waits, fences and a full pool "
 	       "launch all the same\n");

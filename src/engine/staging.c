@@ -36,6 +36,14 @@ struct staged_copy {
 	const char *src;              /* what src_offset counts from: buf's data, or the mapping */
 };
 
+/* A copy of a copy's tag, owned by its batch: the trace prints the tag when
+ * the copy is issued, which can be after the caller closed the file whose
+ * path it was (a batch left pending, launched later). */
+struct trace_tag {
+	struct trace_tag *next;
+	char text[];
+};
+
 struct ferry__batch {
 	uint64_t seq;
 	struct ferry__event *event;
@@ -45,6 +53,7 @@ struct ferry__batch {
 	unsigned ncopies, cap;
 	unsigned waiters;  /* threads waiting on event with the lock released */
 	int reclaimed;     /* buffers returned; the last waiter recycles it */
+	struct trace_tag *tags; /* with a trace: its copies' tags */
 	struct ferry__batch *next;
 };
 
@@ -163,9 +172,37 @@ static struct ferry__batch *new_batch(struct ferry__staging *stg)
 	return b;
 }
 
+static void free_tags(struct ferry__batch *b)
+{
+	while (b->tags) {
+		struct trace_tag *t = b->tags;
+		b->tags = t->next;
+		free(t);
+	}
+}
+
+/* The tag the trace prints when a copy of b is issued: b's own copy of tag,
+ * or NULL without a trace (nothing else reads it) or memory for it. */
+static const char *keep_tag(struct ferry__staging *stg, struct ferry__batch *b, const char *tag)
+{
+	if (!stg->trace || !tag)
+		return NULL;
+	if (b->tags && strcmp(b->tags->text, tag) == 0)
+		return b->tags->text; /* a file's copies come one after another */
+	size_t n = strlen(tag) + 1;
+	struct trace_tag *t = malloc(sizeof(*t) + n);
+	if (!t)
+		return NULL;
+	memcpy(t->text, tag, n);
+	t->next = b->tags;
+	b->tags = t;
+	return t->text;
+}
+
 /* Returns a batch struct (and its event) for reuse. Its buffers are gone already. */
 static void recycle_batch(struct ferry__staging *stg, struct ferry__batch *b)
 {
+	free_tags(b);
 	if (b->event)
 		put_event(stg, b->event);
 	b->event = NULL;
@@ -645,7 +682,9 @@ static int add_to_pending(struct ferry__staging *stg, struct ferry__buf *buf,
 		return rc;
 	for (unsigned i = 0; i < n; i++) {
 		struct ferry__ticket *ct = copies[i].ticket ? copies[i].ticket : t;
-		b->copies[b->ncopies++] = (struct staged_copy){ copies[i], buf, ct, buf->data };
+		struct ferry__copy c = copies[i];
+		c.tag = keep_tag(stg, b, c.tag);
+		b->copies[b->ncopies++] = (struct staged_copy){ c, buf, ct, buf->data };
 		if (ct)
 			ct->seq = b->seq;
 		ferry__trace(stg->trace, stg->lane, "queue", (int)buf->id, b->seq, copies[i].dst, copies[i].len,
@@ -921,6 +960,7 @@ static void free_blocks(struct ferry__staging *stg)
 
 static void free_batch_struct(struct ferry__batch *b)
 {
+	free_tags(b);
 	free(b->copies);
 	free(b);
 }
