@@ -1,0 +1,66 @@
+"""Where a run's copies stalled, from a FERRY_TRACE file (plain or .gz).
+
+Prints, for the whole trace: when each lane's staging pool grew and by how
+much; the bytes issued to the device per 10 ms (GB/s at issue time); the gaps
+of more than 0.3 ms in which no lane launched a batch (a pool's growth, a
+registration, or an empty pipeline: no launch can happen while CUDA's lock is
+held by cuMemHostRegister), the first 40 of them; the time threads spent
+waiting for batches; and the files whose loads began in each 10 ms, by path
+(buffered, direct, mapped).
+
+Usage: python3 bench/trace_stalls.py TRACE [TRACE...]
+(e.g. FERRY_TRACE=t.csv ferry read --root DIR --epochs 2, then this)
+"""
+import collections
+import csv
+import gzip
+import sys
+
+MS = 1_000_000
+
+
+def rows_of(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", errors="replace") as f:
+        return list(csv.DictReader(f))
+
+
+def report(path):
+    rows = rows_of(path)
+    if not rows:
+        print("== %s: empty" % path)
+        return
+    t0 = int(rows[0]["time_ns"])
+    at = lambda r: int(r["time_ns"]) - t0
+    print("== %s: %d events over %.1f ms" % (path, len(rows), at(rows[-1]) / MS))
+    grows = [r for r in rows if r["event"] == "grow"]
+    print("pool growth (ms/lane/MiB):",
+          " ".join("%.1f/%s/%d" % (at(r) / MS, r["lane"], int(r["bytes"]) >> 20) for r in grows))
+    issued = collections.Counter()
+    for r in rows:
+        if r["event"] == "copy":
+            issued[at(r) // (10 * MS)] += int(r["bytes"])
+    print("GB/s issued per 10 ms:",
+          " ".join("%d:%.0f" % (b * 10, issued[b] / 1e9 / 0.01) for b in sorted(issued)))
+    launches = sorted(at(r) for r in rows if r["event"] == "launch")
+    gaps = [(a, b - a) for a, b in zip(launches, launches[1:]) if b - a > 0.3 * MS]
+    print("no launch for > 0.3 ms: %d times, %.1f ms in all:" % (len(gaps), sum(g for _, g in gaps) / MS),
+          " ".join("%.1f+%.2f" % (a / MS, g / MS) for a, g in gaps[:40]))
+    began, waited, waits = {}, 0, 0
+    for r in rows:
+        if r["event"] == "wait":
+            began[r["thread"]] = at(r)
+        elif r["event"] == "woke" and r["thread"] in began:
+            waited += at(r) - began.pop(r["thread"])
+            waits += 1
+    print("waits for a batch: %d, %.1f ms in all" % (waits, waited / MS))
+    loads = collections.Counter((at(r) // (10 * MS) * 10, r["event"]) for r in rows
+                                if r["event"] in ("buffered", "direct", "mapped"))
+    print("loads begun per 10 ms:", " ".join("%d:%s=%d" % (t, e, n) for (t, e), n in sorted(loads.items())))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    for p in sys.argv[1:]:
+        report(p)
