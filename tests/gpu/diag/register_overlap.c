@@ -132,7 +132,7 @@ static void cut_pieces(size_t size)
 		}
 }
 
-static int failures;
+static atomic_int failures; /* bumped by every registering thread */
 
 static void *registerer(void *arg)
 {
@@ -141,7 +141,7 @@ static void *registerer(void *arg)
 	for (int i; (i = atomic_fetch_add(&next_piece, 1)) < npieces;) {
 		CUresult rc = unregister ? cu.host_unregister(pieces[i].addr)
 					 : cu.host_register(pieces[i].addr, pieces[i].len, reg_flags);
-		if (rc != CUDA_SUCCESS && !failures++)
+		if (rc != CUDA_SUCCESS && atomic_fetch_add(&failures, 1) == 0)
 			fprintf(stderr, "probe: %s of %zu bytes failed: CUresult %d\n",
 				unregister ? "cuMemHostUnregister" : "cuMemHostRegister",
 				pieces[i].len, (int)rc);
@@ -197,32 +197,41 @@ static double rate(struct window a, struct window b)
 	return (b.bytes - a.bytes) / (b.t - a.t) / 1e9;
 }
 
+static pthread_t copiers[COPIERS];
+
+/* Starts the copiers out of pinned and lets them settle; *before gets their
+ * rate over the next 0.2 s, and the return is the mark where that ends. */
+static struct window start_copiers(char *pinned, struct window *before)
+{
+	atomic_store(&copiers_stop, 0);
+	for (int i = 0; i < COPIERS; i++)
+		pthread_create(&copiers[i], NULL, copier, pinned);
+	usleep(150000);
+	*before = mark();
+	usleep(200000);
+	return mark();
+}
+
+static void stop_copiers(void)
+{
+	atomic_store(&copiers_stop, 1);
+	for (int i = 0; i < COPIERS; i++)
+		pthread_join(copiers[i], NULL);
+}
+
 /* One run: register and unregister the pieces with nthreads, copies beside
  * them when pinned is not NULL. One line. */
 static void one_run(const char *label, int nthreads, char *pinned)
 {
-	pthread_t c[COPIERS];
 	struct window w0, w1, w2, w3;
 	double reg, unreg;
-	if (pinned) {
-		atomic_store(&copiers_stop, 0);
-		for (int i = 0; i < COPIERS; i++)
-			pthread_create(&c[i], NULL, copier, pinned);
-		usleep(150000);
-	}
-	w0 = mark();
-	if (pinned)
-		usleep(200000);
-	w1 = mark();
+	w1 = pinned ? start_copiers(pinned, &w0) : (w0 = mark());
 	reg = over_pieces(nthreads, 0);
 	w2 = mark();
 	unreg = over_pieces(nthreads, 1);
 	w3 = mark();
-	if (pinned) {
-		atomic_store(&copiers_stop, 1);
-		for (int i = 0; i < COPIERS; i++)
-			pthread_join(c[i], NULL);
-	}
+	if (pinned)
+		stop_copiers();
 	printf("%-26s threads %d  %6d regs  register %6.2f GB/s (%5.1f ms/GiB)  unregister %6.2f GB/s",
 	       label, nthreads, npieces, set.total / reg / 1e9, reg * 1e3 / (set.total / 1073741824.0),
 	       set.total / unreg / 1e9);
@@ -410,22 +419,15 @@ static void paced_runs(char *pinned)
 	cut_pieces(0);
 	for (size_t k = 0; k < 2; k++)
 		for (size_t g = 0; g < sizeof(gaps) / sizeof(*gaps); g++) {
-			pthread_t c[COPIERS], r;
+			pthread_t r;
+			struct window w0;
 			chunks_a_sync = depths[k];
-			atomic_store(&copiers_stop, 0);
-			for (int i = 0; i < COPIERS; i++)
-				pthread_create(&c[i], NULL, copier, pinned);
-			usleep(150000);
-			struct window w0 = mark();
-			usleep(200000);
-			struct window w1 = mark();
+			struct window w1 = start_copiers(pinned, &w0);
 			atomic_store(&next_piece, 0);
 			pthread_create(&r, NULL, paced_registrar, (void *)(intptr_t)gaps[g]);
 			pthread_join(r, NULL);
 			struct window w2 = mark();
-			atomic_store(&copiers_stop, 1);
-			for (int i = 0; i < COPIERS; i++)
-				pthread_join(c[i], NULL);
+			stop_copiers();
 			printf("paced: %2d chunks a sync, %4ld us after each registration: registered "
 			       "%6.2f GB/s; copies before %5.2f, while %5.2f GB/s\n", chunks_a_sync,
 			       gaps[g], set.total / (w2.t - w1.t) / 1e9, rate(w0, w1), rate(w1, w2));
@@ -456,5 +458,5 @@ int main(int argc, char **argv)
 		}
 		probe_dir(argv[i], pinned);
 	}
-	return failures ? 1 : 0;
+	return atomic_load(&failures) ? 1 : 0;
 }
