@@ -1,7 +1,7 @@
 """Where a run's copies stalled, from a FERRY_TRACE file (plain or .gz).
 
-Prints, for the whole trace: when each lane's staging pool grew and by how
-much; the bytes issued to the device per 10 ms (GB/s at issue time); the gaps
+Prints, for the whole trace: when each lane's staging pool grew, by how
+much and how long the growth took; the bytes issued to the device per 10 ms (GB/s at issue time); the gaps
 of more than 0.3 ms in which no lane launched a batch (a pool's growth, a
 registration, or an empty pipeline: no launch can happen while CUDA's lock is
 held by cuMemHostRegister), the first 40 of them; the time threads spent
@@ -25,6 +25,22 @@ def rows_of(path):
         return list(csv.DictReader(f))
 
 
+def growths(rows, at):
+    """Each growth as end/lane/MiB/duration; a lane grows one block at a time,
+    so its "growing" row (traces before 2026-12-06 have none: "?") is the
+    begin of its next "grow"."""
+    began = {}
+    out = []
+    for r in rows:
+        if r["event"] == "growing":
+            began[r["lane"]] = at(r)
+        elif r["event"] == "grow":
+            start = began.pop(r["lane"], None)
+            took = "?" if start is None else "%.1f" % ((at(r) - start) / MS)
+            out.append("%.1f/%s/%d/%s" % (at(r) / MS, r["lane"], int(r["bytes"]) >> 20, took))
+    return out
+
+
 def report(path):
     rows = rows_of(path)
     if not rows:
@@ -33,9 +49,7 @@ def report(path):
     t0 = int(rows[0]["time_ns"])
     at = lambda r: int(r["time_ns"]) - t0
     print("== %s: %d events over %.1f ms" % (path, len(rows), at(rows[-1]) / MS))
-    grows = [r for r in rows if r["event"] == "grow"]
-    print("pool growth (ms/lane/MiB):",
-          " ".join("%.1f/%s/%d" % (at(r) / MS, r["lane"], int(r["bytes"]) >> 20) for r in grows))
+    print("pool growth (ended at ms/lane/MiB/took ms):", " ".join(growths(rows, at)))
     issued = collections.Counter()
     for r in rows:
         if r["event"] == "copy":

@@ -3,8 +3,8 @@
  * lane in it, each line whole. Eight threads load files through 4 lanes; the
  * trace must then hold exactly one "queue" line and one "copy" line per
  * planned copy, one "lease" per buffer read into, as many "reclaim" lines as
- * leases (every buffer came back), well-formed lines of 10 fields, and lines
- * of every lane. An unwritable FERRY_TRACE is an error naming the variable.
+ * leases (every buffer came back), well-formed lines of 10 fields, lines
+ * of every lane, and on every lane a "growing" line before each "grow". An unwritable FERRY_TRACE is an error naming the variable.
  */
 #include <pthread.h>
 
@@ -18,6 +18,7 @@
 
 struct counts {
 	unsigned long lines, queue, copy, lease, reclaim, give_back, launch;
+	unsigned long growing[4], grown[4]; /* per lane: growths begun, ended */
 	unsigned lanes_seen;
 };
 
@@ -69,6 +70,10 @@ static void count_line(struct counts *c, char *line)
 	c->reclaim += !strcmp(ev, "reclaim");
 	c->give_back += !strcmp(ev, "give_back");
 	c->launch += !strcmp(ev, "launch");
+	if (!strcmp(ev, "growing")) /* one growth at a time on a lane: begun, then ended */
+		T_EQ(c->growing[lane]++, c->grown[lane]);
+	if (!strcmp(ev, "grow"))
+		T_EQ(++c->grown[lane], c->growing[lane]);
 	c->lines++;
 }
 
@@ -138,6 +143,8 @@ int main(void)
 	T_EQ(c.reclaim + c.give_back, c.lease);
 	T_ASSERT(c.launch > 0);
 	T_EQ(c.lanes_seen, 0xf);
+	for (unsigned lane = 0; lane < 4; lane++) /* every lane began with an empty pool */
+		T_ASSERT(c.grown[lane] >= 1 && c.grown[lane] == c.growing[lane]);
 	printf("trace of 4 lanes: %lu lines, %lu copies, every one accounted for\n", c.lines,
 	       copies);
 	free(trace);

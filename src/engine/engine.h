@@ -190,7 +190,8 @@ size_t ferry__staging_chunk_size(struct ferry__staging *stg);
  * corrupt output can see which buffer of which lane fed which copy. One per
  * context, shared by its lanes. Columns:
  * time_ns,thread,lane,event,buffer,batch,dst,bytes,file,offset
- * (file is quoted, with quotes doubled). Events: grow, lease, give_back,
+ * (file is quoted, with quotes doubled). Events: growing and grow (a thread
+ * begins to add bytes to its lane's pool, and has added them), lease, give_back,
  * queue (one per copy queued), launch, copy (one per copy issued), reclaim,
  * wait and woke (a thread waits for a launched batch's event, and the wait
  * ended: batch is its number), and one per load of a file, saying how its

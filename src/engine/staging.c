@@ -496,6 +496,7 @@ static int grow(struct ferry__staging *stg, unsigned at_least)
 	if (n > stg->max_buffers - stg->total)
 		n = stg->max_buffers - stg->total;
 	stg->growing = 1;
+	ferry__trace(stg->trace, stg->lane, "growing", -1, 0, NULL, (uint64_t)n * stg->chunk, NULL, 0);
 	pthread_mutex_unlock(&stg->lock);
 	int rc = add_block(stg, n);
 	pthread_mutex_lock(&stg->lock);
