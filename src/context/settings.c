@@ -66,7 +66,7 @@ static const struct ferry__setting_info table[] = {
 	  "while copies run, all of it once none was launched for 0.5 ms (a registration "
 	  "holds up every copy's launch while it runs, and the threads that would launch "
 	  "go on reading meanwhile: on H100s, reading warm 64 MiB files flat out, the first "
-	  "epoch ran at 0.80-0.90 of the copy path's rate at 100 and 0.89-0.93 at 50, and "
+	  "epoch ran at 0.78-0.90 of the copy path's rate at 100 and 0.89-0.93 at 50, and "
 	  "50 left more files to register in later epochs: epochs 2-8 at 0.02-0.05 CPU s/GB "
 	  "against 0.09-0.12)" },
 	{ "FERRY_TRACE", "a file path", "off", "write a CSV trace of the staging engines' events" },
