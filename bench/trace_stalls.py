@@ -1,12 +1,12 @@
 """Where a run's copies stalled, from a FERRY_TRACE file (plain or .gz).
 
 Prints, for the whole trace: when each lane's staging pool grew, by how
-much and how long the growth took; the bytes issued to the device per 10 ms (GB/s at issue time); the gaps
-of more than 0.3 ms in which no lane launched a batch (a pool's growth, a
-registration, or an empty pipeline: no launch can happen while CUDA's lock is
-held by cuMemHostRegister), the first 40 of them; the time threads spent
-waiting for batches; and the files whose loads began in each 10 ms, by path
-(buffered, direct, mapped).
+much and how long the growth took; the bytes issued to the device per 10 ms
+(GB/s at issue time); the gaps of more than 0.3 ms in which no lane launched
+a batch (a pool's growth, a registration, or an empty pipeline: no launch can
+happen while CUDA's lock is held by cuMemHostRegister), the first 40 of them;
+the time threads spent waiting for batches; and the files whose loads began
+in each 10 ms, by path (buffered, direct, mapped).
 
 Usage: python3 bench/trace_stalls.py TRACE [TRACE...]
 (e.g. FERRY_TRACE=t.csv ferry read --root DIR --epochs 2, then this)
