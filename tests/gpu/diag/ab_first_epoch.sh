@@ -4,7 +4,7 @@
 # of the copy path (FERRY_PIN_BUDGET=0) and of the defaults, read with
 # bench/trace_stalls.py (pool growth, GB/s issued per 10 ms, the gaps with no
 # launch), then bench/pin_pace.sh's per-epoch rows at the defaults. Made for
-# branch touch-pages against main (tests/gpu/README), any two builds do.
+# the touched and huge-page staging blocks (2026-12-06), any two builds do.
 # Usage: OUT=dir A=dir B=dir [DATA=dir] [SIZES="64M:64 4M:1024"] [ROUNDS=2]
 #        sh tests/gpu/diag/ab_first_epoch.sh   (A, B: build directories with ferry)
 cd "$(dirname "$0")/../../.." || exit 1
