@@ -102,8 +102,9 @@ struct ferry__mapping; /* one registered mapping of one version of a file */
  * time, and the lanes' early launches are held while it registers
  * (ferry__lanes_hold_launches): after each registration the registrar waits
  * ferry__mapped_pause_ns; once no batch was launched for FERRY__QUIET_NS it
- * registers without waiting (a training step's compute leaves the loader idle). The caller
- * checked that dev can (map_ready). Returns 0 or a negative code.
+ * registers without waiting (a training step's compute leaves the loader
+ * idle). The caller checked that dev can (map_ready). Returns 0 or a negative
+ * code.
  */
 int ferry__mapped_create(struct ferry__device *dev, const struct ferry__lanes *lanes,
 			 uint64_t budget, uint64_t reserve, unsigned pace,
