@@ -89,8 +89,8 @@ static void block_removed(void *arg, void *base, size_t len)
  * threads of the lane wait for the growth, not for the lock), a few times per
  * lane: 4, 8, 16, then 32 buffers for the default share. On the host device
  * (2026-12-03) ferry env then allocates no chunk and a first small load 4
- * instead of 128; what growing costs on the GPU benchmarks is still to be
- * measured on the GPU machine.
+ * instead of 128. What growing costs on a GPU, and how its blocks are made
+ * cheap to register: the pool paragraph of docs/design.md, "The invariant".
  */
 static int create_lanes(ferry_ctx *ctx)
 {

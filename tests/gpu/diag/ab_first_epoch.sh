@@ -33,7 +33,7 @@ for round in $(seq "${ROUNDS:-2}"); do
 			gzip -f "$t"
 		done
 		echo "== $side round $round, bench/pin_pace.sh at the defaults" >>"$LOG"
-		FERRY="$dir/ferry" PACES=" " SIZES="$SIZES" sh bench/pin_pace.sh "$DATA" 2>&1 |
+		FERRY="$dir/ferry" PACES=" " SIZES="$SIZES" ROUNDS=1 sh bench/pin_pace.sh "$DATA" 2>&1 |
 			grep -E '^(==|copy_path|default)' >>"$LOG"
 	done
 done
