@@ -3,7 +3,8 @@
 # machine: for each build (A, B, A, B...), a traced `ferry read --epochs 2`
 # of the copy path (FERRY_PIN_BUDGET=0) and of the defaults, read with
 # bench/trace_stalls.py (pool growth, GB/s issued per 10 ms, the gaps with no
-# launch), then bench/pin_pace.sh's per-epoch rows at the defaults. Made for
+# launch), then bench/pin_pace.sh's per-epoch rows at the defaults; at the
+# end, the means of each side (ab_means.py, also in ab_means.txt). Made for
 # the touched and huge-page staging blocks (2026-12-06), any two builds do.
 # Usage: OUT=dir A=dir B=dir [DATA=dir] [SIZES="64M:64 4M:1024"] [ROUNDS=2]
 #        sh tests/gpu/diag/ab_first_epoch.sh   (A, B: build directories with ferry)
@@ -38,3 +39,4 @@ for round in $(seq "${ROUNDS:-2}"); do
 	done
 done
 rm -f "$O/run.txt"
+"$PY" tests/gpu/diag/ab_means.py "$LOG" >"$O/ab_means.txt" && cat "$O/ab_means.txt" >>"$LOG"
