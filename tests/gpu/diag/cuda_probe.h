@@ -1,7 +1,8 @@
 /*
- * The CUDA driver for the diag probes (register.c, register_overlap.c),
- * loaded with dlopen as libferry does: the entry points they call, a check
- * that exits on a failure, and the primary context made current.
+ * The CUDA driver for the diag probes (register.c, register_overlap.c,
+ * register_group.c), loaded with dlopen as libferry does: the entry points
+ * they call, a check that exits on a failure, and the primary context made
+ * current.
  */
 #ifndef FERRY_DIAG_CUDA_PROBE_H
 #define FERRY_DIAG_CUDA_PROBE_H
@@ -24,6 +25,7 @@ static struct {
 	CUresult (*host_register)(void *, size_t, unsigned);
 	CUresult (*host_unregister)(void *);
 	CUresult (*copy)(CUdeviceptr, const void *, size_t, CUstream);
+	CUresult (*copy_dtoh)(void *, CUdeviceptr, size_t);
 	CUresult (*stream_create)(CUstream *, unsigned);
 	CUresult (*stream_sync)(CUstream);
 } cu;
@@ -78,6 +80,7 @@ static void load_cuda(void)
 	cu.host_register = sym(lib, "cuMemHostRegister_v2");
 	cu.host_unregister = sym(lib, "cuMemHostUnregister");
 	cu.copy = sym(lib, "cuMemcpyHtoDAsync_v2");
+	cu.copy_dtoh = sym(lib, "cuMemcpyDtoH_v2");
 	cu.stream_create = sym(lib, "cuStreamCreate");
 	cu.stream_sync = sym(lib, "cuStreamSynchronize");
 	check(cu.init(0), "cuInit");
