@@ -8,9 +8,9 @@
  * one call; G = 1 is today's one registration per file. Per G: the seconds
  * spent mapping, registering and unregistering, ms per GiB, the longest single
  * registration (how long the driver's lock, and so every launch, is held),
- * then the copy rate from the registrations (every file copied PASSES times
- * on one stream, 4 copies in flight); every file's bytes as copied from its
- * group's mapping are checked against a pread first.
+ * then the copy rate from the registrations (every file copied PASSES times,
+ * all queued on one stream); every file's bytes as copied from its group's
+ * mapping are checked against a pread first.
  * One thread, as the registrar. The CUDA driver is loaded with dlopen.
  * Build: cc -O2 -I/usr/local/cuda/include -o register_group register_group.c -ldl
  * Usage: register_group G[,G...] FILE...   (warm the files first)
@@ -27,7 +27,6 @@
 #include "cuda_probe.h"
 
 #define PASSES 3
-#define IN_FLIGHT 4
 
 static char **paths;
 static size_t *sizes;
@@ -100,24 +99,22 @@ static void check_group(const struct group *g, CUdeviceptr d, unsigned char *hos
 }
 
 /* Copies every file of every group PASSES times; returns GB/s. */
-static double copy_rate(const struct group *gs, int ngroups, CUdeviceptr *d, CUstream s)
+static double copy_rate(const struct group *gs, int ngroups, CUdeviceptr d, CUstream s)
 {
 	size_t bytes = 0;
-	unsigned n = 0;
 	double t0 = now();
 	for (int pass = 0; pass < PASSES; pass++)
 		for (int g = 0; g < ngroups; g++)
 			for (int k = 0; k < gs[g].count; k++) {
 				size_t len = sizes[gs[g].first + k];
-				check(cu.copy(d[n++ % IN_FLIGHT], gs[g].at[k], len, s),
-				      "cuMemcpyHtoDAsync");
+				check(cu.copy(d, gs[g].at[k], len, s), "cuMemcpyHtoDAsync");
 				bytes += len;
 			}
 	check(cu.stream_sync(s), "cuStreamSynchronize");
 	return bytes / (now() - t0) / 1e9;
 }
 
-static void run(int per_group, CUdeviceptr *d, unsigned char **host, CUstream s)
+static void run(int per_group, CUdeviceptr d, unsigned char **host, CUstream s)
 {
 	int ngroups = (nfiles + per_group - 1) / per_group;
 	struct group *gs = calloc(ngroups, sizeof(*gs));
@@ -136,7 +133,7 @@ static void run(int per_group, CUdeviceptr *d, unsigned char **host, CUstream s)
 		total += gs[g].len;
 	}
 	for (int g = 0; g < ngroups; g++)
-		check_group(&gs[g], d[0], host[0], host[1]);
+		check_group(&gs[g], d, host[0], host[1]);
 	double rate = copy_rate(gs, ngroups, d, s);
 	for (int g = 0; g < ngroups; g++) {
 		t0 = now();
@@ -176,10 +173,9 @@ int main(int argc, char **argv)
 	}
 	load_cuda();
 	CUstream s;
-	CUdeviceptr d[IN_FLIGHT];
+	CUdeviceptr d;
 	check(cu.stream_create(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-	for (int k = 0; k < IN_FLIGHT; k++)
-		check(cu.alloc(&d[k], most), "cuMemAlloc");
+	check(cu.alloc(&d, most), "cuMemAlloc");
 	unsigned char *host[2] = { malloc(most), malloc(most) };
 	for (char *g = strtok(argv[1], ","); g; g = strtok(NULL, ",")) {
 		int per_group = atoi(g);
