@@ -49,7 +49,7 @@ static void check_second_load_maps(void)
 	tm_expect_hit(ctx, 0, 0, "first load");
 	ferry__mapped_drain(ctx->ld.mapped);
 	T_EQ(tm_stats(ctx).entries, 1u);
-	T_EQ(tm_stats(ctx).pinned, tm_file_size);
+	T_EQ(tm_stats(ctx).pinned, tm_slot);
 	tm_load(ctx, 0, "second load (mapped)");
 	tm_expect_hit(ctx, 0, 1, "second load");
 	static const uint64_t cuts[][2] = { { 0, 1 }, { 12345, (1u << 20) + 7 }, { 4096, 8192 },

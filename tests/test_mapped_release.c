@@ -48,7 +48,7 @@ static void check_pressure(void)
 	struct ferry__mapped_stats st = tm_stats(ctx);
 	T_EQ(st.entries, 1u); /* the held one stays */
 	T_EQ(st.released, (uint64_t)TM_NFILES - 1);
-	T_EQ(st.pinned, tm_file_size);
+	T_EQ(st.pinned, tm_slot);
 	T_EQ(our_maps(), 1u);
 	ferry__mapped_release(ctx->ld.mapped, held, NULL, 0);
 	ferry__io_file_close(f);
@@ -94,7 +94,7 @@ static void check_gone(void)
 	struct ferry__mapped_stats st = tm_stats(ctx);
 	T_EQ(st.gone, 3);
 	T_EQ(st.entries, (unsigned)TM_NFILES - 3);
-	T_EQ(st.pinned, (TM_NFILES - 3) * tm_file_size);
+	T_EQ(st.pinned, (TM_NFILES - 3) * tm_slot);
 	T_EQ(our_maps(), (unsigned)TM_NFILES - 3);
 	tm_load_path(ctx, moved, "renamed away");
 	tm_load(ctx, 2, "replaced");

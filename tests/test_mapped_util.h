@@ -19,6 +19,7 @@
 
 static char *tm_dir, *tm_paths[TM_NFILES];
 static uint64_t tm_file_size;
+static uint64_t tm_slot; /* what a file pins: its size rounded up to a page */
 
 /* Writes file i of the set (again: a new inode when it was removed). */
 static inline void tm_write_file(unsigned i)
@@ -40,6 +41,8 @@ static inline void tm_setup(void)
 	struct stat st;
 	T_ASSERT(stat(tm_paths[0], &st) == 0);
 	tm_file_size = (uint64_t)st.st_size;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	tm_slot = (tm_file_size + page - 1) / page * page;
 }
 
 static inline void tm_teardown(void)

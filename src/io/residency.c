@@ -144,18 +144,42 @@ const char *ferry__io_residency_method(void)
 	return cachestat_missing(rc) ? "mincore" : "cachestat";
 }
 
-int ferry__io_map(const struct ferry__file *f, void **addr, size_t *len)
+/* Maps f read-only and shared at addr (NULL: where the kernel likes; else
+ * MAP_FIXED, over part of a reservation) into *map. Returns 0 or -errno. */
+static int map_file_at(const struct ferry__file *f, void *addr, void **map)
 {
-	*addr = NULL;
-	*len = 0;
+	*map = NULL;
 	if (f->size == 0 || f->size > SIZE_MAX)
 		return ferry__fail(-EINVAL, "%s: cannot map %" PRIu64 " bytes", f->path, f->size);
-	void *map = mmap(NULL, (size_t)f->size, PROT_READ, MAP_SHARED, f->fd, 0);
-	if (map == MAP_FAILED)
+	void *p = mmap(addr, (size_t)f->size, PROT_READ, MAP_SHARED | (addr ? MAP_FIXED : 0),
+		       f->fd, 0);
+	if (p == MAP_FAILED)
 		return ferry__fail(-errno, "%s: mmap: %s", f->path, strerror(errno));
-	*addr = map;
-	*len = (size_t)f->size;
+	*map = p;
 	return 0;
+}
+
+int ferry__io_map(const struct ferry__file *f, void **addr, size_t *len)
+{
+	int rc = map_file_at(f, NULL, addr);
+	*len = rc == 0 ? (size_t)f->size : 0;
+	return rc;
+}
+
+int ferry__io_reserve(size_t len, void **addr)
+{
+	void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	*addr = p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return ferry__fail(-errno, "reserving %zu bytes of address space: %s", len,
+				   strerror(errno));
+	return 0;
+}
+
+int ferry__io_map_at(const struct ferry__file *f, void *addr)
+{
+	void *map;
+	return map_file_at(f, addr, &map);
 }
 
 void ferry__io_unmap(void *addr, size_t len)

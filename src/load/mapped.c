@@ -48,6 +48,8 @@
 
 /* Offers waiting for the registrar at most: each holds a descriptor. */
 #define MAX_OFFERS 64
+/* Files one registration takes at most (FERRY__MAPPED_GROUP bounds its bytes). */
+#define GROUP_FILES 16
 /* Hash buckets of the entries by inode: a lookup per load of a large file must
  * not walk thousands of entries under the lock. */
 #define BUCKETS 4096
@@ -64,12 +66,22 @@ struct lane_use {
 	uint64_t seq;               /* the newest batch of copies out of the entry there */
 };
 
+/* One registration: one or more files mapped side by side into one reserved
+ * range (files below FERRY__MAPPED_GROUP register together: a registration
+ * costs the driver a fixed time a call on top of its time a byte). The range
+ * is unregistered and unmapped once its last file has left the cache. */
+struct pin {
+	void *base;
+	size_t len;         /* each file's size rounded up to a page, summed */
+	int registered;
+	unsigned files;     /* its entries in the cache */
+};
+
 struct ferry__mapping {
 	struct ferry__file_id id;
 	char *path;         /* the path it was offered by: is it still there? */
-	void *addr;
-	size_t len;
-	int registered;
+	struct pin *pin;    /* the registration it is part of */
+	void *addr;         /* the file's first byte, inside pin's range */
 	int stale;          /* another version of its file was seen: drop when idle */
 	unsigned users;     /* loads between ferry__mapped_find and release */
 	struct lane_use uses[FERRY__MAX_LANES];
@@ -85,7 +97,7 @@ struct offer {
 struct ferry__mapped {
 	struct ferry__device *dev;
 	const struct ferry__lanes *lanes; /* whose launches tell whether copies run */
-	uint64_t budget, pinned;     /* bytes registered (or being registered) */
+	uint64_t budget, pinned;     /* bytes of the pins registered (or being registered) */
 	uint64_t reserve;            /* memory to leave free, as ferry__mapped_create says */
 	unsigned pace;               /* percent of the time the registrar may register */
 	uint64_t resume_ns;          /* paced: no registration before this time */
@@ -99,12 +111,13 @@ struct ferry__mapped {
 	struct offer *offers, *offers_tail;
 	unsigned noffers;
 	int stopping, started;
+	int held;                    /* ferry__mapped_hold: offers queue, none is taken */
 	pthread_t thread;
 	uint64_t sweeps_asked, sweeps_done; /* ferry__mapped_drain's forced sweeps */
 	uint64_t next_pressure_ns, next_gone_ns;
 	unsigned refused_in_row;
 	int given_up;                /* MAX_REFUSALS in a row: no more offers */
-	uint64_t registered_ever, refused, hits, released, gone, pressed, unpaced;
+	uint64_t registered_ever, registrations, refused, hits, released, gone, pressed, unpaced;
 	char last_refusal[256];      /* the newest registration that failed, and why */
 };
 
@@ -161,12 +174,21 @@ static void push_front(struct ferry__mapped *m, struct ferry__mapping *e)
 	m->count++;
 }
 
-/* Unregisters, unmaps and frees an entry already unlinked (lock not held). */
-static void free_entry(struct ferry__mapped *m, struct ferry__mapping *e)
+/* Unregisters and unmaps a pin with no file left, and frees it. */
+static void free_pin(struct ferry__mapped *m, struct pin *p)
 {
-	if (e->registered)
-		m->dev->ops->map_unregister(m->dev, e->addr, e->len);
-	ferry__io_unmap(e->addr, e->len);
+	if (p->registered)
+		m->dev->ops->map_unregister(m->dev, p->base, p->len);
+	ferry__io_unmap(p->base, p->len);
+	free(p);
+}
+
+/* Frees an entry already retired, and its pin when it was the pin's last
+ * (retire_entry said so). Lock not held. */
+static void free_entry(struct ferry__mapped *m, struct ferry__mapping *e, int last)
+{
+	if (last)
+		free_pin(m, e->pin);
 	free(e->path);
 	free(e);
 }
@@ -182,22 +204,29 @@ static int entry_idle(const struct ferry__mapping *e)
 	return 1;
 }
 
-/* Unlinks e and gives its bytes back to the budget. Lock held. */
-static void retire_entry(struct ferry__mapped *m, struct ferry__mapping *e)
+/* Unlinks e; when it was its pin's last file, gives the pin's bytes back to
+ * the budget and returns 1 (the pin is to be freed). Lock held. */
+static int retire_entry(struct ferry__mapped *m, struct ferry__mapping *e)
 {
 	unlink_entry(m, e);
 	hash_remove(m, e);
-	m->pinned -= e->len;
+	if (--e->pin->files)
+		return 0;
+	m->pinned -= e->pin->len;
+	return 1;
 }
 
 /* Retires e and frees it, the lock released meanwhile (unregistering takes
- * time). Registrar only. Lock held on entry and return. */
-static void evict(struct ferry__mapped *m, struct ferry__mapping *e)
+ * time). Registrar only. Returns the bytes given back to the budget (0 while
+ * other files of its pin remain). Lock held on entry and return. */
+static uint64_t evict(struct ferry__mapped *m, struct ferry__mapping *e)
 {
-	retire_entry(m, e);
+	int last = retire_entry(m, e);
+	uint64_t freed = last ? e->pin->len : 0;
 	pthread_mutex_unlock(&m->lock);
-	free_entry(m, e);
+	free_entry(m, e, last);
 	pthread_mutex_lock(&m->lock);
+	return freed;
 }
 
 /* The least recently used idle entry (stale ones first), or NULL. Lock held. */
@@ -213,14 +242,14 @@ static struct ferry__mapping *idle_victim(struct ferry__mapped *m)
 }
 
 /*
- * Reserves len bytes of the budget (and one entry of FERRY__MAPPED_MAX),
+ * Reserves len bytes of the budget (and files entries of FERRY__MAPPED_MAX),
  * evicting idle entries from the cold end. The lock is released while an
  * evicted mapping is unregistered. Returns 1 when reserved, 0 when busy
  * entries leave no room. Lock held on entry and return.
  */
-static int make_room(struct ferry__mapped *m, uint64_t len)
+static int make_room(struct ferry__mapped *m, uint64_t len, unsigned files)
 {
-	while (len > m->budget - m->pinned || m->count >= FERRY__MAPPED_MAX) {
+	while (len > m->budget - m->pinned || m->count + files > FERRY__MAPPED_MAX) {
 		struct ferry__mapping *victim = len <= m->budget ? idle_victim(m) : NULL;
 		if (!victim)
 			return 0;
@@ -283,11 +312,12 @@ static int worth_mapping(struct ferry__file *f)
 	       ferry__io_check_unchanged(f) == 0;
 }
 
-/* Puts f's path before the device's message (which names the call). */
-static void name_file(const struct ferry__file *f, int rc)
+/* Puts the files' paths before the device's message (which names the call). */
+static void name_files(struct ferry__file *const *fs, unsigned n, int rc)
 {
 	char *why = ferry__error_copy();
-	ferry__fail(rc, "%s: registering its mapping: %s", f->path, why ? why : ferry_strerror(rc));
+	ferry__fail(rc, "%s%s: registering %s: %s", fs[0]->path, n > 1 ? " and the files beside it" : "",
+		    n > 1 ? "their mapping" : "its mapping", why ? why : ferry_strerror(rc));
 	free(why);
 }
 
@@ -316,29 +346,84 @@ static int register_holding_launches(struct ferry__mapped *m, void *addr, size_t
 	return rc;
 }
 
-/* Maps and registers f into a new entry (budget already reserved); *took
- * gets the registration's time. */
-static int map_file(struct ferry__mapped *m, const struct ferry__file *f,
-		    struct ferry__mapping **out, uint64_t *took)
+/* A file's room in a pin: its size rounded up to a page. */
+static size_t slot_of(const struct ferry__file *f)
 {
-	struct ferry__mapping *e = calloc(1, sizeof(*e));
-	if (!e)
-		return ferry__fail(-ENOMEM, "%s: out of memory for a mapping", f->path);
-	e->id = f->id;
-	if (!(e->path = strdup(f->path))) {
-		free(e);
-		return ferry__fail(-ENOMEM, "%s: out of memory for a mapping", f->path);
-	}
-	int rc = ferry__io_map(f, &e->addr, &e->len); /* its message names the file */
-	if (rc == 0 && (rc = register_holding_launches(m, e->addr, e->len, took)) < 0)
-		name_file(f, rc);
-	e->registered = rc == 0;
+	size_t page = ferry__page_size();
+	return ((size_t)f->size + page - 1) / page * page;
+}
+
+/* Maps the n files side by side into a new pin of len bytes and registers it
+ * (budget already reserved); *took gets the registration's time. Returns 0
+ * with the pin (no file counted in it yet) or a negative code with a message
+ * naming a file. Lock not held. */
+static int pin_files(struct ferry__mapped *m, struct ferry__file *const *fs, unsigned n,
+		     size_t len, struct pin **out, uint64_t *took)
+{
+	struct pin *p = calloc(1, sizeof(*p));
+	if (!p)
+		return ferry__fail(-ENOMEM, "%s: out of memory for a mapping", fs[0]->path);
+	p->len = len;
+	int rc = ferry__io_reserve(len, &p->base);
+	char *at = p->base;
+	for (unsigned i = 0; rc == 0 && i < n; at += slot_of(fs[i]), i++)
+		rc = ferry__io_map_at(fs[i], at); /* its message names the file */
+	if (rc == 0 && (rc = register_holding_launches(m, p->base, len, took)) < 0)
+		name_files(fs, n, rc);
+	p->registered = rc == 0;
 	if (rc < 0) {
-		free_entry(m, e);
+		free_pin(m, p);
 		return rc;
 	}
-	*out = e;
+	*out = p;
 	return 0;
+}
+
+/* New entries for the n files, their pin not yet known. Returns 0 or -ENOMEM
+ * (none made). */
+static int new_entries(struct ferry__file *const *fs, unsigned n, struct ferry__mapping **es)
+{
+	for (unsigned i = 0; i < n; i++) {
+		es[i] = calloc(1, sizeof(**es));
+		if (es[i] && !(es[i]->path = strdup(fs[i]->path))) {
+			free(es[i]);
+			es[i] = NULL;
+		}
+		if (!es[i]) {
+			while (i--)
+				free_entry(NULL, es[i], 0);
+			return ferry__fail(-ENOMEM, "%s: out of memory for a mapping", fs[0]->path);
+		}
+		es[i]->id = fs[i]->id;
+	}
+	return 0;
+}
+
+/* Puts the n new entries of pin p into the cache. Lock held. */
+static void insert_entries(struct ferry__mapped *m, struct ferry__file *const *fs, unsigned n,
+			   struct ferry__mapping **es, struct pin *p)
+{
+	char *at = p->base;
+	for (unsigned i = 0; i < n; at += slot_of(fs[i]), i++) {
+		es[i]->pin = p;
+		es[i]->addr = at;
+		push_front(m, es[i]);
+		hash_insert(m, es[i]);
+	}
+	p->files = n;
+	m->registered_ever += n;
+	m->registrations++;
+}
+
+/* Keeps, in order, the files whole in the page cache and still the version
+ * their load read; returns how many. */
+static unsigned keep_worth_mapping(struct ferry__file **fs, unsigned n)
+{
+	unsigned kept = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (worth_mapping(fs[i]))
+			fs[kept++] = fs[i];
+	return kept;
 }
 
 /* Whether pinning len more bytes would leave the machine short of memory.
@@ -352,28 +437,38 @@ static int pressed(struct ferry__mapped *m, uint64_t len)
 	return 1;
 }
 
-/* The registrar's work for one offer. Lock held on entry and return. */
-static void register_offer(struct ferry__mapped *m, struct ferry__file *f)
+/* The registrar's work for up to GROUP_FILES offers: one pin for those worth
+ * mapping, as many as the budget takes. Lock held on entry and return. */
+static void register_offers(struct ferry__mapped *m, struct ferry__file **fs, unsigned n)
 {
-	if (m->given_up || pressed(m, f->size) || !make_room(m, f->size))
+	pthread_mutex_unlock(&m->lock);
+	n = keep_worth_mapping(fs, n);
+	pthread_mutex_lock(&m->lock);
+	size_t len = 0;
+	unsigned k = 0;
+	while (k < n && len + slot_of(fs[k]) <= m->budget)
+		len += slot_of(fs[k++]);
+	if (!k || m->given_up || pressed(m, len) || !make_room(m, len, k))
 		return;
 	pthread_mutex_unlock(&m->lock);
-	struct ferry__mapping *e = NULL;
+	struct ferry__mapping *es[GROUP_FILES];
+	struct pin *p = NULL;
 	uint64_t took = 0;
-	int rc = worth_mapping(f) ? map_file(m, f, &e, &took) : 1;
+	int rc = new_entries(fs, k, es);
+	if (rc == 0 && (rc = pin_files(m, fs, k, len, &p, &took)) < 0)
+		for (unsigned i = 0; i < k; i++)
+			free_entry(m, es[i], 0);
 	pthread_mutex_lock(&m->lock);
 	m->resume_ns = ferry__now_ns() + ferry__mapped_pause_ns(took, m->pace);
 	if (rc < 0)
 		note_refusal(m);
 	ferry__clear_error();
-	if (!e) {
-		m->pinned -= f->size;
+	if (rc < 0) {
+		m->pinned -= len;
 		return;
 	}
 	m->refused_in_row = 0;
-	push_front(m, e);
-	hash_insert(m, e);
-	m->registered_ever++;
+	insert_entries(m, fs, k, es, p);
 }
 
 /* Under memory pressure: gives back idle registrations, least recently used
@@ -386,9 +481,9 @@ static void relieve_pressure(struct ferry__mapped *m)
 	uint64_t need = shortfall(m, avail, 0);
 	struct ferry__mapping *victim;
 	while (need && (victim = idle_victim(m))) {
-		need = victim->len >= need ? 0 : need - victim->len;
+		uint64_t freed = evict(m, victim);
+		need = freed >= need ? 0 : need - freed;
 		m->released++;
-		evict(m, victim);
 	}
 }
 
@@ -483,15 +578,27 @@ static int quiet(struct ferry__mapped *m, uint64_t now)
 	return ferry__quiet_look(&m->quiet, launched, now); /* m->quiet: the registrar's own */
 }
 
-/* Registers the oldest offer and closes its descriptor. Lock held. */
-static void take_offer(struct ferry__mapped *m)
+/* Takes the oldest offer and, when its file is below FERRY__MAPPED_GROUP, the
+ * small ones queued right after it, until the group holds FERRY__MAPPED_GROUP
+ * bytes or GROUP_FILES files; registers them and closes their descriptors.
+ * Lock held. */
+static void take_offers(struct ferry__mapped *m)
 {
-	struct offer *o = m->offers;
-	m->offers = o->next;
-	m->noffers--;
-	register_offer(m, o->f);
-	ferry__io_file_close(o->f);
-	free(o);
+	struct ferry__file *fs[GROUP_FILES];
+	unsigned n = 0;
+	uint64_t bytes = 0;
+	do {
+		struct offer *o = m->offers;
+		m->offers = o->next;
+		m->noffers--;
+		bytes += o->f->size;
+		fs[n++] = o->f;
+		free(o);
+	} while (n < GROUP_FILES && bytes < FERRY__MAPPED_GROUP && m->offers &&
+		 m->offers->f->size < FERRY__MAPPED_GROUP);
+	register_offers(m, fs, n);
+	for (unsigned i = 0; i < n; i++)
+		ferry__io_file_close(fs[i]);
 }
 
 static void *registrar(void *arg)
@@ -500,9 +607,10 @@ static void *registrar(void *arg)
 	pthread_mutex_lock(&m->lock);
 	while (!m->stopping) {
 		uint64_t now = ferry__now_ns();
-		if (m->offers && (now >= m->resume_ns || (quiet(m, now) && !m->stopping))) {
+		if (m->offers && !m->held &&
+		    (now >= m->resume_ns || (quiet(m, now) && !m->stopping))) {
 			m->unpaced += now < m->resume_ns;
-			take_offer(m);
+			take_offers(m);
 			continue;
 		}
 		uint64_t asked = m->sweeps_asked;
@@ -510,7 +618,7 @@ static void *registrar(void *arg)
 		m->sweeps_done = asked;
 		if (m->sweeps_asked != asked || m->stopping)
 			continue;
-		if (m->offers) { /* paced: until the pause ends, or looking again for quiet */
+		if (m->offers && !m->held) { /* paced: until the pause ends, or looking again for quiet */
 			now = ferry__now_ns();
 			wait_until(m, now + FERRY__QUIET_NS < m->resume_ns ? now + FERRY__QUIET_NS
 									  : m->resume_ns);
@@ -579,8 +687,7 @@ void ferry__mapped_destroy(struct ferry__mapped *m)
 	ferry__mapped_stop(m);
 	while (m->head) {
 		struct ferry__mapping *e = m->head;
-		unlink_entry(m, e);
-		free_entry(m, e);
+		free_entry(m, e, retire_entry(m, e));
 	}
 	pthread_cond_destroy(&m->idle);
 	pthread_cond_destroy(&m->work);
@@ -706,8 +813,16 @@ void ferry__mapped_drain(struct ferry__mapped *m)
 	pthread_mutex_lock(&m->lock);
 	uint64_t asked = ++m->sweeps_asked;
 	pthread_cond_signal(&m->work);
-	while (m->started && !m->stopping && (m->offers || m->sweeps_done < asked))
+	while (m->started && !m->stopping && ((m->offers && !m->held) || m->sweeps_done < asked))
 		pthread_cond_wait(&m->idle, &m->lock);
+	pthread_mutex_unlock(&m->lock);
+}
+
+void ferry__mapped_hold(struct ferry__mapped *m, int held)
+{
+	pthread_mutex_lock(&m->lock);
+	m->held = held;
+	pthread_cond_signal(&m->work);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -729,6 +844,7 @@ void ferry__mapped_stats(struct ferry__mapped *m, struct ferry__mapped_stats *ou
 	out->budget = m->budget;
 	out->reserve = m->reserve;
 	out->registered = m->registered_ever;
+	out->registrations = m->registrations;
 	out->refused = m->refused;
 	out->given_up = m->given_up;
 	out->hits = m->hits;
