@@ -158,8 +158,9 @@ const char *ferry__io_residency_method(void);
  * a negative code with a message naming the file.
  */
 int ferry__io_map(const struct ferry__file *f, void **addr, size_t *len);
-/* Reserves len bytes of address space (no access, no memory) for files to be
- * mapped side by side with ferry__io_map_at. Returns 0 or a negative code. */
+/* Reserves len bytes of address space (no access, no memory), starting at a
+ * huge page's boundary, for files to be mapped side by side with
+ * ferry__io_map_at. Returns 0 or a negative code. */
 int ferry__io_reserve(size_t len, void **addr);
 /* As ferry__io_map, but at addr (page-aligned, inside a reservation, room for
  * f's size): the mapping replaces that part of the reservation. */

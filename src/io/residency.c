@@ -166,13 +166,27 @@ int ferry__io_map(const struct ferry__file *f, void **addr, size_t *len)
 	return rc;
 }
 
+/* The alignment of a reservation: a huge page's, as the kernel gives a large
+ * file mapping of its own (the driver pins and maps such ranges faster). */
+#define RESERVE_ALIGN ((size_t)2 << 20)
+
 int ferry__io_reserve(size_t len, void **addr)
 {
-	void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	*addr = p == MAP_FAILED ? NULL : p;
+	*addr = NULL;
+	if (len > SIZE_MAX - RESERVE_ALIGN)
+		return ferry__fail(-EINVAL, "cannot reserve %zu bytes of address space", len);
+	char *p = mmap(NULL, len + RESERVE_ALIGN, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return ferry__fail(-errno, "reserving %zu bytes of address space: %s", len,
 				   strerror(errno));
+	char *start = (char *)(((uintptr_t)p + RESERVE_ALIGN - 1) & ~(uintptr_t)(RESERVE_ALIGN - 1));
+	size_t page = ferry__page_size(), end = ((size_t)(start - p) + len + page - 1) / page * page;
+	if (start > p)
+		munmap(p, (size_t)(start - p));
+	if (end < len + RESERVE_ALIGN)
+		munmap(p + end, len + RESERVE_ALIGN - end);
+	*addr = start;
 	return 0;
 }
 

@@ -364,9 +364,13 @@ static int pin_files(struct ferry__mapped *m, struct ferry__file *const *fs, uns
 	if (!p)
 		return ferry__fail(-ENOMEM, "%s: out of memory for a mapping", fs[0]->path);
 	p->len = len;
-	int rc = ferry__io_reserve(len, &p->base);
+	size_t mapped;
+	/* A file alone goes where the kernel places it (a large one at a huge
+	 * page's boundary: on an H100 a 64 MiB file mapped into a page-aligned
+	 * reservation instead copied 6% slower from epoch 2 on, 2026-12-06). */
+	int rc = n == 1 ? ferry__io_map(fs[0], &p->base, &mapped) : ferry__io_reserve(len, &p->base);
 	char *at = p->base;
-	for (unsigned i = 0; rc == 0 && i < n; at += slot_of(fs[i]), i++)
+	for (unsigned i = 0; rc == 0 && n > 1 && i < n; at += slot_of(fs[i]), i++)
 		rc = ferry__io_map_at(fs[i], at); /* its message names the file */
 	if (rc == 0 && (rc = register_holding_launches(m, p->base, len, took)) < 0)
 		name_files(fs, n, rc);
