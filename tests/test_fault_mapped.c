@@ -9,20 +9,6 @@
  */
 #include "test_mapped_util.h"
 
-/* A context on a fault device armed with cls (nth call; sticky or once). */
-static ferry_ctx *fault_ctx(enum t_fault_class cls, unsigned long nth, int sticky,
-			    struct ferry__device **fdev)
-{
-	struct ferry_ctx_options o = { .gpu = -1, .threads = 2, .direct = -1 };
-	*fdev = t_fault_device(t_open_device());
-	t_fault_arm(*fdev, cls, nth, -FERRY_EDEVICE, sticky);
-	setenv("FERRY_PIN_BUDGET", "256M", 1);
-	ferry_ctx *ctx;
-	T_OK(ferry__ctx_create_on(*fdev, NULL, &o, &ctx));
-	unsetenv("FERRY_PIN_BUDGET");
-	return ctx;
-}
-
 /* ferry env's mapped: line holds each of the words. */
 static void expect_env(ferry_ctx *ctx, const char *a, const char *b)
 {
@@ -47,7 +33,7 @@ static void load_all(ferry_ctx *ctx, const char *label)
 static void check_not_ready(void)
 {
 	struct ferry__device *fdev;
-	ferry_ctx *ctx = fault_ctx(T_FAULT_MAP_READY, 1, 1, &fdev);
+	ferry_ctx *ctx = tm_fault_ctx(T_FAULT_MAP_READY, 1, 1, &fdev);
 	T_ASSERT(ctx->ld.mapped == NULL);
 	expect_env(ctx, "off: ", "injected fault (T_FAULT_MAP_READY)");
 	for (unsigned i = 0; i < TM_NFILES; i++)
@@ -59,7 +45,7 @@ static void check_not_ready(void)
 static void check_refused_for_good(void)
 {
 	struct ferry__device *fdev;
-	ferry_ctx *ctx = fault_ctx(T_FAULT_MAP_REGISTER, 1, 1, &fdev);
+	ferry_ctx *ctx = tm_fault_ctx(T_FAULT_MAP_REGISTER, 1, 1, &fdev);
 	load_all(ctx, "registration refused"); /* files 0-2 refused, 3-5 not offered */
 	load_all(ctx, "refused for good");
 	struct ferry__mapped_stats st = tm_stats(ctx);
@@ -76,7 +62,7 @@ static void check_refused_for_good(void)
 static void check_refused_once(void)
 {
 	struct ferry__device *fdev;
-	ferry_ctx *ctx = fault_ctx(T_FAULT_MAP_REGISTER, 1, 0, &fdev);
+	ferry_ctx *ctx = tm_fault_ctx(T_FAULT_MAP_REGISTER, 1, 0, &fdev);
 	load_all(ctx, "one registration refused"); /* file 0 refused, 1-5 registered */
 	tm_load_and_drain_label(ctx, 0, "offered again");
 	struct ferry__mapped_stats st = tm_stats(ctx);

@@ -168,13 +168,8 @@ static void check_member_replaced(void)
  * through the read path; offered again, the files register. */
 static void check_group_refused(void)
 {
-	struct ferry_ctx_options o = { .gpu = -1, .threads = 2, .direct = -1 };
-	struct ferry__device *fdev = t_fault_device(t_open_device());
-	t_fault_arm(fdev, T_FAULT_MAP_REGISTER, 1, -FERRY_EDEVICE, 0);
-	setenv("FERRY_PIN_BUDGET", "256M", 1);
-	ferry_ctx *ctx;
-	T_OK(ferry__ctx_create_on(fdev, NULL, &o, &ctx));
-	unsetenv("FERRY_PIN_BUDGET");
+	struct ferry__device *fdev;
+	ferry_ctx *ctx = tm_fault_ctx(T_FAULT_MAP_REGISTER, 1, 0, &fdev);
 	load_as_group(ctx, 0, 4);
 	struct ferry__mapped_stats st = tm_stats(ctx);
 	T_EQ(st.refused, 1u);

@@ -73,6 +73,20 @@ static inline ferry_ctx *tm_ctx(const char *budget)
 	return ctx;
 }
 
+/* A context on a fault device armed with cls (nth call; sticky or once). */
+static inline ferry_ctx *tm_fault_ctx(enum t_fault_class cls, unsigned long nth, int sticky,
+				      struct ferry__device **fdev)
+{
+	struct ferry_ctx_options o = { .gpu = -1, .threads = 2, .direct = -1 };
+	*fdev = t_fault_device(t_open_device());
+	t_fault_arm(*fdev, cls, nth, -FERRY_EDEVICE, sticky);
+	setenv("FERRY_PIN_BUDGET", "256M", 1);
+	ferry_ctx *ctx;
+	T_OK(ferry__ctx_create_on(*fdev, NULL, &o, &ctx));
+	unsetenv("FERRY_PIN_BUDGET");
+	return ctx;
+}
+
 static inline struct ferry__mapped_stats tm_stats(ferry_ctx *ctx)
 {
 	struct ferry__mapped_stats st;

@@ -8,7 +8,10 @@
  * never runs on a load's path: a load that read a large file through staging
  * offers it (a dup of its descriptor) to the context's one registrar thread,
  * which checks that the file is whole in the page cache, maps it, registers
- * it and inserts it. Loads look files up by identity (ferry__file_id).
+ * it and inserts it; files below FERRY__MAPPED_GROUP offered together are
+ * mapped side by side and registered as one range (a pin), which stays
+ * pinned until its last file has left the cache. Loads look files up by
+ * identity (ferry__file_id).
  *
  * The staging invariant, extended: a mapping is unregistered and unmapped only
  * when no copy out of it is in flight. Each entry remembers, per lane, the
