@@ -1,7 +1,10 @@
 /*
- * Issue 23's next question: 4 MiB files register slowly (one mapping and one
- * cuMemHostRegister per file; about 4500-5000 of 8192 loads zero-copy over
- * 8 epochs, 2026-12-06). Would one registration over several files pay? For
+ * Issue 23's question of 2026-12-06: 4 MiB files registered slowly (one
+ * mapping and one cuMemHostRegister per file; about 4500-5000 of 8192 loads
+ * zero-copy over 8 epochs). Would one registration over several files pay?
+ * (Answered by the reader rather than this probe: its rates fell with each
+ * pass over the same files whatever G, so run one G a process; main now
+ * registers small files in groups, docs/design.md.) For
  * each group size G, the files are mapped side by side into one reserved
  * address range (mmap PROT_NONE, then each file MAP_FIXED | MAP_SHARED |
  * MAP_POPULATE at the next page boundary) and the range is registered with
