@@ -166,8 +166,9 @@ int ferry__io_map(const struct ferry__file *f, void **addr, size_t *len)
 	return rc;
 }
 
-/* The alignment of a reservation: a huge page's, as the kernel gives a large
- * file mapping of its own (the driver pins and maps such ranges faster). */
+/* The alignment of a reservation: a huge page's, as the kernel places a large
+ * file mapping of its own (on an H100 a 64 MiB file mapped into a merely
+ * page-aligned range registered and copied slower: docs/design.md). */
 #define RESERVE_ALIGN ((size_t)2 << 20)
 
 int ferry__io_reserve(size_t len, void **addr)
@@ -180,8 +181,10 @@ int ferry__io_reserve(size_t len, void **addr)
 	if (p == MAP_FAILED)
 		return ferry__fail(-errno, "reserving %zu bytes of address space: %s", len,
 				   strerror(errno));
-	char *start = (char *)(((uintptr_t)p + RESERVE_ALIGN - 1) & ~(uintptr_t)(RESERVE_ALIGN - 1));
-	size_t page = ferry__page_size(), end = ((size_t)(start - p) + len + page - 1) / page * page;
+	uintptr_t mask = RESERVE_ALIGN - 1;
+	char *start = (char *)(((uintptr_t)p + mask) & ~mask);
+	size_t page = ferry__page_size();
+	size_t end = ((size_t)(start - p) + len + page - 1) / page * page;
 	if (start > p)
 		munmap(p, (size_t)(start - p));
 	if (end < len + RESERVE_ALIGN)

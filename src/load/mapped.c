@@ -319,8 +319,9 @@ static int worth_mapping(struct ferry__file *f)
 static void name_files(struct ferry__file *const *fs, unsigned n, int rc)
 {
 	char *why = ferry__error_copy();
-	ferry__fail(rc, "%s%s: registering %s: %s", fs[0]->path, n > 1 ? " and the files beside it" : "",
-		    n > 1 ? "their mapping" : "its mapping", why ? why : ferry_strerror(rc));
+	const char *what = n > 1 ? " and the files beside it: registering their mapping"
+				 : ": registering its mapping";
+	ferry__fail(rc, "%s%s: %s", fs[0]->path, what, why ? why : ferry_strerror(rc));
 	free(why);
 }
 
@@ -371,7 +372,8 @@ static int pin_files(struct ferry__mapped *m, struct ferry__file *const *fs, uns
 	/* A file alone goes where the kernel places it (a large one at a huge
 	 * page's boundary: on an H100 a 64 MiB file mapped into a page-aligned
 	 * reservation instead copied 6% slower from epoch 2 on, 2026-12-06). */
-	int rc = n == 1 ? ferry__io_map(fs[0], &p->base, &mapped) : ferry__io_reserve(len, &p->base);
+	int rc = n == 1 ? ferry__io_map(fs[0], &p->base, &mapped)
+			: ferry__io_reserve(len, &p->base);
 	char *at = p->base;
 	for (unsigned i = 0; rc == 0 && n > 1 && i < n; at += slot_of(fs[i]), i++)
 		rc = ferry__io_map_at(fs[i], at); /* its message names the file */
@@ -625,7 +627,8 @@ static void *registrar(void *arg)
 		m->sweeps_done = asked;
 		if (m->sweeps_asked != asked || m->stopping)
 			continue;
-		if (m->offers && !m->held) { /* paced: until the pause ends, or looking again for quiet */
+		/* paced: until the pause ends, or looking again for quiet */
+		if (m->offers && !m->held) {
 			now = ferry__now_ns();
 			wait_until(m, now + FERRY__QUIET_NS < m->resume_ns ? now + FERRY__QUIET_NS
 									  : m->resume_ns);
