@@ -7,7 +7,8 @@
  * (and counted) until its last file leaves: eviction and memory pressure free
  * a group whole, a held file keeps its group, and a file of a group that
  * changes is read again from the file while the others stay mapped. A group
- * the device refuses counts one refusal and pins nothing.
+ * the device refuses counts one refusal and pins nothing. A file a load misses
+ * while it is being registered is not offered a second time.
  */
 #include "test_mapped_util.h"
 
@@ -186,6 +187,26 @@ static void check_group_refused(void)
 	T_OK(ferry_ctx_destroy(ctx));
 }
 
+/* A load that misses while its file is being registered (the registrar
+ * inside map_register) does not offer it again: one registration, one entry. */
+static void check_no_second_offer_while_registering(void)
+{
+	struct ferry__device *fdev;
+	ferry_ctx *ctx = tm_fault_ctx(T_FAULT_NONE, 0, 0, &fdev);
+	t_fault_hold(fdev, T_FAULT_MAP_REGISTER);
+	tm_load(ctx, 0, "first load");
+	t_fault_wait_held(fdev);
+	load_expect(ctx, 0, 0, "a load while its file is being registered");
+	t_fault_hold(fdev, T_FAULT_NONE);
+	ferry__mapped_drain(ctx->ld.mapped);
+	struct ferry__mapped_stats st = tm_stats(ctx);
+	T_EQ(st.registrations, 1u);
+	T_EQ(st.entries, 1u);
+	T_EQ(t_fault_calls(fdev, T_FAULT_MAP_REGISTER), 1ul);
+	load_expect(ctx, 0, 1, "registered once");
+	T_OK(ferry_ctx_destroy(ctx));
+}
+
 int main(void)
 {
 	unsetenv("FERRY_IO");
@@ -197,9 +218,11 @@ int main(void)
 	check_held_file_keeps_group();
 	check_member_replaced();
 	check_group_refused();
+	check_no_second_offer_while_registering();
 	tm_teardown();
 	printf("ok: offers queued together registered as one range, every file copied from its "
 	       "place in it; a group pinned until its last file goes (eviction, pressure, a held "
-	       "file, a replaced file); a budget trims a group; a refused group pins nothing\n");
+	       "file, a replaced file); a budget trims a group; a refused group pins nothing; a "
+	       "file being registered is not offered again\n");
 	return 0;
 }

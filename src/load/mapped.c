@@ -113,6 +113,8 @@ struct ferry__mapped {
 	struct ferry__mapping *buckets[BUCKETS];
 	struct offer *offers, *offers_tail;
 	unsigned noffers;
+	struct ferry__file_id taking[GROUP_FILES]; /* offers being registered now */
+	unsigned ntaking;
 	int stopping, started;
 	int held;                    /* ferry__mapped_hold: offers queue, none is taken */
 	pthread_t thread;
@@ -601,11 +603,14 @@ static void take_offers(struct ferry__mapped *m)
 		m->offers = o->next;
 		m->noffers--;
 		bytes += o->f->size;
+		m->taking[n] = o->f->id;
 		fs[n++] = o->f;
 		free(o);
 	} while (n < GROUP_FILES && bytes < FERRY__MAPPED_GROUP && m->offers &&
 		 m->offers->f->size < FERRY__MAPPED_GROUP);
+	m->ntaking = n;
 	register_offers(m, fs, n);
+	m->ntaking = 0;
 	for (unsigned i = 0; i < n; i++)
 		ferry__io_file_close(fs[i]);
 }
@@ -714,10 +719,15 @@ static struct ferry__mapping *find_inode(struct ferry__mapped *m, const struct f
 	return NULL;
 }
 
+/* Offered already: queued, or being registered (a load that misses meanwhile
+ * must not queue the file a second time). Lock held. */
 static int offered(const struct ferry__mapped *m, const struct ferry__file_id *id)
 {
 	for (const struct offer *o = m->offers; o; o = o->next)
 		if (same_id(&o->f->id, id))
+			return 1;
+	for (unsigned i = 0; i < m->ntaking; i++)
+		if (same_id(&m->taking[i], id))
 			return 1;
 	return 0;
 }

@@ -10,6 +10,9 @@ struct fault_device {
 	struct ferry__device *inner;
 	struct ferry__device_ops ops;
 	pthread_mutex_t lock;
+	pthread_cond_t held_changed;    /* t_fault_hold's calls: one waits, or released */
+	enum t_fault_class held;
+	unsigned waiting;
 	enum t_fault_class armed;
 	unsigned long nth, calls[T_FAULT_NCLASSES];
 	int err, sticky, fired;
@@ -20,11 +23,18 @@ static struct fault_device *fd_of(struct ferry__device *dev)
 	return (struct fault_device *)dev;
 }
 
-/* Counts a call of cls; returns the error to inject, or 0. */
+/* Counts a call of cls, after waiting while cls is held; returns the error
+ * to inject, or 0. */
 static int should_fail(struct ferry__device *dev, enum t_fault_class cls)
 {
 	struct fault_device *f = fd_of(dev);
 	pthread_mutex_lock(&f->lock);
+	while (f->held == cls) {
+		f->waiting++;
+		pthread_cond_broadcast(&f->held_changed);
+		pthread_cond_wait(&f->held_changed, &f->lock);
+		f->waiting--;
+	}
 	unsigned long n = ++f->calls[cls];
 	int fail = f->armed == cls && (n == f->nth || (f->sticky && n > f->nth));
 	if (fail)
@@ -141,6 +151,7 @@ static void f_close(struct ferry__device *dev)
 {
 	struct fault_device *f = fd_of(dev);
 	f->inner->ops->close(f->inner);
+	pthread_cond_destroy(&f->held_changed);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 }
@@ -189,7 +200,26 @@ struct ferry__device *t_fault_device(struct ferry__device *inner)
 	}
 	f->base.ops = &f->ops;
 	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->held_changed, NULL);
 	return &f->base;
+}
+
+void t_fault_hold(struct ferry__device *dev, enum t_fault_class cls)
+{
+	struct fault_device *f = fd_of(dev);
+	pthread_mutex_lock(&f->lock);
+	f->held = cls;
+	pthread_cond_broadcast(&f->held_changed);
+	pthread_mutex_unlock(&f->lock);
+}
+
+void t_fault_wait_held(struct ferry__device *dev)
+{
+	struct fault_device *f = fd_of(dev);
+	pthread_mutex_lock(&f->lock);
+	while (!f->waiting)
+		pthread_cond_wait(&f->held_changed, &f->lock);
+	pthread_mutex_unlock(&f->lock);
 }
 
 void t_fault_arm(struct ferry__device *dev, enum t_fault_class cls, unsigned long n, int err,

@@ -113,6 +113,11 @@ int t_fault_fired(struct ferry__device *fault_dev);
 /* The device it wraps: calls through it are neither counted nor failed (a
  * test reading results back without adding to the counts). */
 struct ferry__device *t_fault_inner(struct ferry__device *fault_dev);
+/* Makes calls of cls wait in the device (not yet counted) until another
+ * t_fault_hold names another class (T_FAULT_NONE: none). */
+void t_fault_hold(struct ferry__device *fault_dev, enum t_fault_class cls);
+/* Returns once a call waits in a class held by t_fault_hold. */
+void t_fault_wait_held(struct ferry__device *fault_dev);
 /* Takes the device's conversions away (before a context is made on it), so
  * that loads convert on the host as on a device without them. */
 void t_fault_no_convert(struct ferry__device *fault_dev);
