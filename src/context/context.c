@@ -271,9 +271,12 @@ static void describe_mapped(ferry_ctx *ctx, char *buf, size_t len)
 			 "run (all of it once none was launched for %u us)", ctx->set.pin_pace,
 			 FERRY__QUIET_NS / 1000);
 	snprintf(buf, len, "warm files of %llu MiB or more are copied straight from the page "
-		 "cache, kept registered up to a pin budget of %llu MiB while %llu MiB of memory "
+		 "cache (those under %llu MiB registered side by side, %llu MiB a registration), "
+		 "kept registered up to a pin budget of %llu MiB while %llu MiB of memory "
 		 "stays available, %s: %s%s%s",
-		 (unsigned long long)(FERRY__MAPPED_MIN >> 20), (unsigned long long)(st.budget >> 20),
+		 (unsigned long long)(FERRY__MAPPED_MIN >> 20),
+		 (unsigned long long)(FERRY__MAPPED_GROUP >> 20),
+		 (unsigned long long)(FERRY__MAPPED_GROUP >> 20), (unsigned long long)(st.budget >> 20),
 		 (unsigned long long)(st.reserve >> 20), pace, ctx->mapped_how,
 		 st.refused ? "; refused last: " : "", st.last_refusal);
 }
