@@ -31,6 +31,8 @@ uint64_t ferry__now_ns(void);
 
 /* Page size of this machine. */
 size_t ferry__page_size(void);
+/* len rounded up to a whole number of pages. */
+size_t ferry__page_round(size_t len);
 
 /* Aligned host allocation, zeroed; NULL on failure. Free with free(). */
 void *ferry__aligned_alloc(size_t align, size_t len);

@@ -122,6 +122,12 @@ size_t ferry__page_size(void)
 	return page > 0 ? (size_t)page : 4096;
 }
 
+size_t ferry__page_round(size_t len)
+{
+	size_t page = ferry__page_size();
+	return (len + page - 1) / page * page;
+}
+
 void *ferry__aligned_alloc(size_t align, size_t len)
 {
 	void *p = NULL;

@@ -919,9 +919,8 @@ static int cuda_map_ready(struct ferry__device *dev, char *how, size_t how_len)
  * reads zeros), and the driver pins pages. */
 static int cuda_map_register(struct ferry__device *dev, void *ptr, size_t len)
 {
-	size_t page = ferry__page_size();
 	int rc = bind_ctx(dev);
-	len = (len + page - 1) / page * page;
+	len = ferry__page_round(len);
 #ifdef CU_MEMHOSTREGISTER_READ_ONLY
 	if (rc == 0)
 		rc = CU(cuMemHostRegister, ptr, len, CU_MEMHOSTREGISTER_READ_ONLY); /* as measured */

@@ -183,8 +183,7 @@ int ferry__io_reserve(size_t len, void **addr)
 				   strerror(errno));
 	uintptr_t mask = RESERVE_ALIGN - 1;
 	char *start = (char *)(((uintptr_t)p + mask) & ~mask);
-	size_t page = ferry__page_size();
-	size_t end = ((size_t)(start - p) + len + page - 1) / page * page;
+	size_t end = ferry__page_round((size_t)(start - p) + len);
 	if (start > p)
 		munmap(p, (size_t)(start - p));
 	if (end < len + RESERVE_ALIGN)

@@ -355,16 +355,16 @@ static int register_holding_launches(struct ferry__mapped *m, void *addr, size_t
 /* A file's room in a pin: its size rounded up to a page. */
 static size_t slot_of(const struct ferry__file *f)
 {
-	size_t page = ferry__page_size();
-	return ((size_t)f->size + page - 1) / page * page;
+	return ferry__page_round((size_t)f->size);
 }
 
-/* Maps the n files side by side into a new pin of len bytes and registers it
- * (budget already reserved); *took gets the registration's time. Returns 0
- * with the pin (no file counted in it yet) or a negative code with a message
- * naming a file. Lock not held. */
-static int pin_files(struct ferry__mapped *m, struct ferry__file *const *fs, unsigned n,
-		     size_t len, struct pin **out, uint64_t *took)
+/* Maps the n files side by side into a new pin of len bytes, each entry told
+ * where its file is, and registers it (budget already reserved); *took gets
+ * the registration's time. Returns 0 with the pin (no file counted in it yet)
+ * or a negative code with a message naming a file. Lock not held. */
+static int pin_files(struct ferry__mapped *m, struct ferry__file *const *fs,
+		     struct ferry__mapping **es, unsigned n, size_t len, struct pin **out,
+		     uint64_t *took)
 {
 	struct pin *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -377,8 +377,12 @@ static int pin_files(struct ferry__mapped *m, struct ferry__file *const *fs, uns
 	int rc = n == 1 ? ferry__io_map(fs[0], &p->base, &mapped)
 			: ferry__io_reserve(len, &p->base);
 	char *at = p->base;
-	for (unsigned i = 0; rc == 0 && n > 1 && i < n; at += slot_of(fs[i]), i++)
-		rc = ferry__io_map_at(fs[i], at); /* its message names the file */
+	for (unsigned i = 0; rc == 0 && i < n; at += slot_of(fs[i]), i++) {
+		if (n > 1)
+			rc = ferry__io_map_at(fs[i], at); /* its message names the file */
+		es[i]->pin = p;
+		es[i]->addr = at;
+	}
 	if (rc == 0 && (rc = register_holding_launches(m, p->base, len, took)) < 0)
 		name_files(fs, n, rc);
 	p->registered = rc == 0;
@@ -410,14 +414,12 @@ static int new_entries(struct ferry__file *const *fs, unsigned n, struct ferry__
 	return 0;
 }
 
-/* Puts the n new entries of pin p into the cache. Lock held. */
-static void insert_entries(struct ferry__mapped *m, struct ferry__file *const *fs, unsigned n,
-			   struct ferry__mapping **es, struct pin *p)
+/* Puts the n new entries of pin p (pin_files placed them) into the cache.
+ * Lock held. */
+static void insert_entries(struct ferry__mapped *m, struct ferry__mapping **es, unsigned n,
+			   struct pin *p)
 {
-	char *at = p->base;
-	for (unsigned i = 0; i < n; at += slot_of(fs[i]), i++) {
-		es[i]->pin = p;
-		es[i]->addr = at;
+	for (unsigned i = 0; i < n; i++) {
 		push_front(m, es[i]);
 		hash_insert(m, es[i]);
 	}
@@ -466,7 +468,7 @@ static void register_offers(struct ferry__mapped *m, struct ferry__file **fs, un
 	struct pin *p = NULL;
 	uint64_t took = 0;
 	int rc = new_entries(fs, k, es);
-	if (rc == 0 && (rc = pin_files(m, fs, k, len, &p, &took)) < 0)
+	if (rc == 0 && (rc = pin_files(m, fs, es, k, len, &p, &took)) < 0)
 		for (unsigned i = 0; i < k; i++)
 			free_entry(m, es[i], 0);
 	pthread_mutex_lock(&m->lock);
@@ -479,7 +481,7 @@ static void register_offers(struct ferry__mapped *m, struct ferry__file **fs, un
 		return;
 	}
 	m->refused_in_row = 0;
-	insert_entries(m, fs, k, es, p);
+	insert_entries(m, es, k, p);
 }
 
 /* Under memory pressure: gives back idle registrations, least recently used
