@@ -1,6 +1,6 @@
 /*
  * The CUDA driver for the diag probes (register.c, register_overlap.c,
- * register_group.c), loaded with dlopen as libferry does: the entry points
+ * register_group.c, register_ctx.c), loaded with dlopen as libferry does: the entry points
  * they call, a check that exits on a failure, and the primary context made
  * current.
  */
