@@ -4,9 +4,12 @@ Prints, for the whole trace: when each lane's staging pool grew, by how
 much and how long the growth took; the bytes issued to the device per 10 ms
 (GB/s at issue time); the gaps of more than 0.3 ms in which no lane launched
 a batch (a pool's growth, a registration, or an empty pipeline: no launch can
-happen while CUDA's lock is held by cuMemHostRegister), the first 40 of them;
-the time threads spent waiting for batches; and the files whose loads began
-in each 10 ms, by path (buffered, direct, mapped).
+happen while CUDA's lock is held by cuMemHostRegister), the first 40 of them,
+each marked g where a pool grew and r where the registrar mapped or
+registered during it; the registrar's registrations (when each began, its
+MiB and files, the time spent mapping and registering); the time threads
+spent waiting for batches; and the files whose loads began in each 10 ms, by
+path (buffered, direct, mapped).
 
 Usage: python3 bench/trace_stalls.py TRACE [TRACE...]
 (e.g. FERRY_TRACE=t.csv ferry read --root DIR --epochs 2, then this)
@@ -41,6 +44,37 @@ def growths(rows, at):
     return out
 
 
+def registrations(rows, at):
+    """Each registration as (begin, end, MiB, files, mapping ns, registering
+    ns), from its pinning, registering and pinned (or pin_failed) rows."""
+    out, pinning, registering = [], None, None
+    for r in rows:
+        if r["event"] == "pinning":
+            pinning = at(r)
+        elif r["event"] == "registering":
+            registering = at(r)
+        elif r["event"] in ("pinned", "pin_failed") and pinning is not None:
+            reg = registering if registering is not None else at(r)
+            out.append((pinning, at(r), int(r["bytes"]) >> 20, int(r["offset"]), reg - pinning,
+                        at(r) - reg))
+            pinning = registering = None
+    return out
+
+
+def growth_spans(rows, at):
+    began, out = {}, []
+    for r in rows:
+        if r["event"] == "growing":
+            began[r["lane"]] = at(r)
+        elif r["event"] == "grow" and r["lane"] in began:
+            out.append((began.pop(r["lane"]), at(r)))
+    return out
+
+
+def overlaps(spans, a, b):
+    return any(s < b and e > a for s, e in spans)
+
+
 def report(path):
     rows = rows_of(path)
     if not rows:
@@ -58,8 +92,15 @@ def report(path):
           " ".join("%d:%.0f" % (b * 10, issued[b] / 1e9 / 0.01) for b in sorted(issued)))
     launches = sorted(at(r) for r in rows if r["event"] == "launch")
     gaps = [(a, b - a) for a, b in zip(launches, launches[1:]) if b - a > 0.3 * MS]
+    regs = registrations(rows, at)
+    grew = growth_spans(rows, at)
+    mark = lambda a, g: ("g" if overlaps(grew, a, a + g) else "") + \
+        ("r" if overlaps([(s, e) for s, e, *_ in regs], a, a + g) else "")
     print("no launch for > 0.3 ms: %d times, %.1f ms in all:" % (len(gaps), sum(g for _, g in gaps) / MS),
-          " ".join("%.1f+%.2f" % (a / MS, g / MS) for a, g in gaps[:40]))
+          " ".join("%.1f+%.2f%s" % (a / MS, g / MS, mark(a, g)) for a, g in gaps[:40]))
+    print("registrations (began at ms/MiB/files/mapping ms/registering ms): %d," % len(regs),
+          " ".join("%.1f/%d/%d/%.2f/%.2f" % (s / MS, mib, n, m / MS, g / MS)
+                   for s, _, mib, n, m, g in regs[:40]))
     began, waited, waits = {}, 0, 0
     for r in rows:
         if r["event"] == "wait":

@@ -136,7 +136,7 @@ static int create_mapped(ferry_ctx *ctx)
 		ferry__clear_error();
 		return 0;
 	}
-	return ferry__mapped_create(dev, ctx->ld.lanes, ctx->set.pin_budget, ctx->set.pin_reserve,
+	return ferry__mapped_create(dev, ctx->ld.lanes, ctx->trace, ctx->set.pin_budget, ctx->set.pin_reserve,
 				    ctx->set.pin_pace, &ctx->ld.mapped);
 }
 

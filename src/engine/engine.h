@@ -201,7 +201,13 @@ size_t ferry__staging_chunk_size(struct ferry__staging *stg);
  * already in host memory, an inflated .npz member or a payload converted on
  * the host, copied into staging), with the load's span in bytes and offset
  * (of the file; of those bytes for memory) (buffer -1, batch 0). Copies out
- * of a mapping have buffer -1 in their queue and copy rows.
+ * of a mapping have buffer -1 in their queue and copy rows. The zero-copy
+ * registrar's rows (lane 0, its own thread; bytes: the registration's, its
+ * files' sizes rounded up to pages; file: its first file; offset: its files):
+ * pinning (before the files are mapped), registering (before the device
+ * call), pinned (once the call returned and the launches held meanwhile went)
+ * or pin_failed (refused), and unpinned (its last file left the cache; no
+ * file, offset 0).
  */
 struct ferry__trace;
 

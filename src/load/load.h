@@ -116,11 +116,11 @@ struct ferry__mapping; /* one registered mapping of one version of a file */
  * ferry__mapped_pause_ns; once no batch was launched for FERRY__QUIET_NS it
  * registers without waiting (a training step's compute leaves the loader
  * idle). The caller checked that dev can (map_ready). Returns 0 or a negative
- * code.
+ * code. Its registrations go into trace (may be NULL) as they happen.
  */
 int ferry__mapped_create(struct ferry__device *dev, const struct ferry__lanes *lanes,
-			 uint64_t budget, uint64_t reserve, unsigned pace,
-			 struct ferry__mapped **out);
+			 struct ferry__trace *trace, uint64_t budget, uint64_t reserve,
+			 unsigned pace, struct ferry__mapped **out);
 /* No copy launched for this long: the registrar's pause is cut short. */
 #define FERRY__QUIET_NS 500000u
 /* The registrar's looks at the lanes' launch count. */

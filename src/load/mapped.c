@@ -100,6 +100,7 @@ struct offer {
 struct ferry__mapped {
 	struct ferry__device *dev;
 	const struct ferry__lanes *lanes; /* whose launches tell whether copies run */
+	struct ferry__trace *trace;       /* FERRY_TRACE's, or NULL */
 	uint64_t budget, pinned;     /* bytes of the pins registered (or being registered) */
 	uint64_t reserve;            /* memory to leave free, as ferry__mapped_create says */
 	unsigned pace;               /* percent of the time the registrar may register */
@@ -179,12 +180,22 @@ static void push_front(struct ferry__mapped *m, struct ferry__mapping *e)
 	m->count++;
 }
 
+/* A row of the registrar's in the trace (FERRY_TRACE), as lane 0: event, the
+ * pin's bytes, its first file (NULL: none said) and its files in offset. */
+static void trace_pin(struct ferry__mapped *m, const char *event, size_t len, const char *path,
+		      unsigned files)
+{
+	ferry__trace(m->trace, 0, event, -1, 0, NULL, len, path, files);
+}
+
 /* Unregisters and unmaps a pin with no file left, and frees it. */
 static void free_pin(struct ferry__mapped *m, struct pin *p)
 {
 	if (p->registered)
 		m->dev->ops->map_unregister(m->dev, p->base, p->len);
 	ferry__io_unmap(p->base, p->len);
+	if (p->registered)
+		trace_pin(m, "unpinned", p->len, NULL, 0);
 	free(p);
 }
 
@@ -370,6 +381,7 @@ static int pin_files(struct ferry__mapped *m, struct ferry__file *const *fs,
 	if (!p)
 		return ferry__fail(-ENOMEM, "%s: out of memory for a mapping", fs[0]->path);
 	p->len = len;
+	trace_pin(m, "pinning", len, fs[0]->path, n);
 	size_t mapped;
 	/* A file alone goes where the kernel places it (a large one at a huge
 	 * page's boundary: on an H100 a 64 MiB file mapped into a page-aligned
@@ -383,9 +395,12 @@ static int pin_files(struct ferry__mapped *m, struct ferry__file *const *fs,
 		es[i]->pin = p;
 		es[i]->addr = at;
 	}
+	if (rc == 0)
+		trace_pin(m, "registering", len, fs[0]->path, n);
 	if (rc == 0 && (rc = register_holding_launches(m, p->base, len, took)) < 0)
 		name_files(fs, n, rc);
 	p->registered = rc == 0;
+	trace_pin(m, rc == 0 ? "pinned" : "pin_failed", len, fs[0]->path, n);
 	if (rc < 0) {
 		free_pin(m, p);
 		return rc;
@@ -650,8 +665,8 @@ static void *registrar(void *arg)
 }
 
 int ferry__mapped_create(struct ferry__device *dev, const struct ferry__lanes *lanes,
-			 uint64_t budget, uint64_t reserve, unsigned pace,
-			 struct ferry__mapped **out)
+			 struct ferry__trace *trace, uint64_t budget, uint64_t reserve,
+			 unsigned pace, struct ferry__mapped **out)
 {
 	struct ferry__mapped *m = calloc(1, sizeof(*m));
 	*out = NULL;
@@ -659,6 +674,7 @@ int ferry__mapped_create(struct ferry__device *dev, const struct ferry__lanes *l
 		return ferry__fail(-ENOMEM, "zero copy: out of memory");
 	m->dev = dev;
 	m->lanes = lanes;
+	m->trace = trace;
 	m->budget = budget;
 	m->reserve = reserve;
 	m->pace = pace;
