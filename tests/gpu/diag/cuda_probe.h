@@ -94,4 +94,13 @@ static void load_cuda(void)
 	check(cu.set_current(ctx), "cuCtxSetCurrent");
 }
 
+/* A copying thread's start: the primary context current, a stream of its own
+ * and len bytes of device memory to copy into. */
+static inline void copier_begin(CUstream *s, CUdeviceptr *d, size_t len)
+{
+	check(cu.set_current(ctx), "cuCtxSetCurrent");
+	check(cu.stream_create(s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+	check(cu.alloc(d, len), "cuMemAlloc");
+}
+
 #endif

@@ -167,9 +167,7 @@ static void *copier(void *arg)
 	const char *src = arg;
 	CUstream s;
 	CUdeviceptr d;
-	check(cu.set_current(ctx), "cuCtxSetCurrent");
-	check(cu.stream_create(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-	check(cu.alloc(&d, (size_t)CHUNK * CHUNKS_A_SYNC), "cuMemAlloc");
+	copier_begin(&s, &d, (size_t)CHUNK * CHUNKS_A_SYNC);
 	while (!atomic_load(&copiers_stop)) {
 		for (int k = 0; k < chunks_a_sync; k++) {
 			size_t at = (size_t)(k % CHUNKS_A_SYNC) * CHUNK;
