@@ -69,7 +69,9 @@ static const struct ferry__setting_info table[] = {
 	  "epoch ran at 0.75-0.89 of the copy path's rate at 100 and 0.79-0.95 at 50, and "
 	  "50 left more files to register in later epochs: epochs 2-8 at 0.05 CPU s/GB "
 	  "against 0.10-0.13)" },
-	{ "FERRY_TRACE", "a file path", "off", "write a CSV trace of the staging engines' events" },
+	{ "FERRY_TRACE", "a file path", "off",
+	  "write a CSV trace of the staging engines' events and the zero-copy registrar's "
+	  "registrations (columns and events in src/engine/engine.h)" },
 	{ "FERRY_CUDA_WAIT", "spin, poll, block", "spin",
 	  "how a thread waits for a copy to the GPU to land (a staging buffer to come back, a "
 	  "batch to arrive): spin polls until it lands (CUDA's default: a core busy all the "
