@@ -13,7 +13,8 @@
  * file of DIR (mapped, populated). One line: registration GB/s, copies' GB/s
  * before and while, and the longest single launch while. Then one file
  * registered in the second context is copied in the primary one and read back:
- * whether the bytes match.
+ * whether the bytes match. First, what making the second context costs: its
+ * time, and the device memory it takes (cuMemGetInfo before and after).
  * Build: cc -O2 -I/usr/local/cuda/include -o register_ctx register_ctx.c -ldl -lpthread
  * Usage: register_ctx DIR   (its .npy files warm first)
  */
@@ -176,8 +177,16 @@ int main(int argc, char **argv)
 	load_cuda();
 	lib = dlopen("libcuda.so.1", RTLD_NOW);
 	ctx_create = sym(lib, "cuCtxCreate_v2");
+	CUresult (*mem_info)(size_t *, size_t *) = sym(lib, "cuMemGetInfo_v2");
+	size_t free0, free1, total;
 	check(cu.device_get(&dev, 0), "cuDeviceGet");
+	check(mem_info(&free0, &total), "cuMemGetInfo");
+	double t0 = now();
 	check(ctx_create(&ctx2, 0, dev), "cuCtxCreate");
+	double made = now() - t0;
+	check(mem_info(&free1, &total), "cuMemGetInfo");
+	printf("a second context: made in %.1f ms, %.1f MiB of device memory\n", made * 1e3,
+	       ((double)free0 - (double)free1) / 1048576.0);
 	check(cu.set_current(ctx), "cuCtxSetCurrent");
 	check(cu.host_alloc(&pinned, (size_t)CHUNK * CHUNKS_A_SYNC, 0), "cuMemHostAlloc");
 	map_dir(argv[1]);
@@ -190,5 +199,8 @@ int main(int argc, char **argv)
 			pinned);
 	}
 	check_bytes();
+	check(mem_info(&free1, &total), "cuMemGetInfo");
+	printf("after the runs: %.1f MiB of device memory less than before the second context\n",
+	       ((double)free0 - (double)free1) / 1048576.0);
 	return 0;
 }
