@@ -136,8 +136,8 @@ static int create_mapped(ferry_ctx *ctx)
 		ferry__clear_error();
 		return 0;
 	}
-	return ferry__mapped_create(dev, ctx->ld.lanes, ctx->trace, ctx->set.pin_budget, ctx->set.pin_reserve,
-				    ctx->set.pin_pace, &ctx->ld.mapped);
+	return ferry__mapped_create(dev, ctx->ld.lanes, ctx->trace, ctx->set.pin_budget,
+				    ctx->set.pin_reserve, ctx->set.pin_pace, &ctx->ld.mapped);
 }
 
 /* Opens everything but the device, which the caller opened (ctx owns it). */

@@ -206,8 +206,8 @@ size_t ferry__staging_chunk_size(struct ferry__staging *stg);
  * files' sizes rounded up to pages; file: its first file; offset: its files):
  * pinning (before the files are mapped), registering (before the device
  * call), pinned (once the call returned and the launches held meanwhile went)
- * or pin_failed (refused), and unpinned (its last file left the cache; no
- * file, offset 0).
+ * or pin_failed (a file could not be mapped, or the device refused), and
+ * unpinned (its last file left the cache; no file, offset 0).
  */
 struct ferry__trace;
 
