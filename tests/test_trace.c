@@ -38,27 +38,10 @@ static void *load_some(void *arg)
 	return NULL;
 }
 
-/* Splits a trace line at commas outside quotes; returns the field count. */
-static unsigned split_fields(char *line, char **fields, unsigned cap)
-{
-	unsigned n = 0;
-	int quoted = 0;
-	fields[n++] = line;
-	for (char *p = line; *p; p++) {
-		if (*p == '"')
-			quoted = !quoted;
-		else if (*p == ',' && !quoted && n < cap) {
-			*p = 0;
-			fields[n++] = p + 1;
-		}
-	}
-	return n;
-}
-
 static void count_line(struct counts *c, char *line)
 {
 	char *f[12];
-	if (split_fields(line, f, 12) != 10)
+	if (t_csv_fields(line, f, 12) != 10)
 		T_FAIL("malformed trace line: %s", line);
 	unsigned lane = (unsigned)atoi(f[2]);
 	T_ASSERT(lane < 4);

@@ -25,31 +25,37 @@ static int is_pin_event(const char *ev)
 	return 0;
 }
 
+/* A quoted field's text (the trace's paths have no quotes to undouble). */
+static const char *unquoted(char *field)
+{
+	size_t len = strlen(field);
+	if (len < 2 || field[0] != '"' || field[len - 1] != '"')
+		return field;
+	field[len - 1] = 0;
+	return field + 1;
+}
+
 /* The trace's registrar rows, in order; returns how many (at most cap). */
 static unsigned pin_rows(const char *path, struct pin_row *rows, unsigned cap)
 {
-	char line[2048];
+	char line[2048], *f[12];
 	unsigned n = 0;
-	FILE *f = fopen(path, "r");
-	T_ASSERT(f && fgets(line, sizeof(line), f));
-	while (fgets(line, sizeof(line), f)) {
-		char ev[32], file[512] = "";
-		unsigned long long bytes, files;
-		/* time,thread,lane,event,buffer,batch,dst,bytes,"file",offset */
-		if (sscanf(line, "%*[^,],%*[^,],%*[^,],%31[^,],%*[^,],%*[^,],%*[^,],%llu,", ev,
-			   &bytes) != 2 || !is_pin_event(ev))
+	FILE *in = fopen(path, "r");
+	T_ASSERT(in && fgets(line, sizeof(line), in));
+	while (fgets(line, sizeof(line), in)) {
+		line[strcspn(line, "\n")] = 0;
+		/* time_ns,thread,lane,event,buffer,batch,dst,bytes,file,offset */
+		T_EQ(t_csv_fields(line, f, 12), 10u);
+		if (!is_pin_event(f[3]))
 			continue;
-		char *q = strchr(line, '"'), *end = q ? strchr(q + 1, '"') : NULL;
-		if (q && end && end - q - 1 < (long)sizeof(file))
-			memcpy(file, q + 1, (size_t)(end - q - 1));
-		T_ASSERT(sscanf(strrchr(line, ',') + 1, "%llu", &files) == 1);
 		T_ASSERT(n < cap);
-		rows[n] = (struct pin_row){ .bytes = bytes, .files = files };
-		snprintf(rows[n].event, sizeof(rows[n].event), "%s", ev);
-		snprintf(rows[n].file, sizeof(rows[n].file), "%s", file);
+		rows[n] = (struct pin_row){ .bytes = strtoull(f[7], NULL, 10),
+					    .files = strtoull(f[9], NULL, 10) };
+		snprintf(rows[n].event, sizeof(rows[n].event), "%s", f[3]);
+		snprintf(rows[n].file, sizeof(rows[n].file), "%s", unquoted(f[8]));
 		n++;
 	}
-	fclose(f);
+	fclose(in);
 	return n;
 }
 

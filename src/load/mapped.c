@@ -191,11 +191,11 @@ static void trace_pin(struct ferry__mapped *m, const char *event, size_t len, co
 /* Unregisters and unmaps a pin with no file left, and frees it. */
 static void free_pin(struct ferry__mapped *m, struct pin *p)
 {
-	if (p->registered)
+	if (p->registered) {
 		m->dev->ops->map_unregister(m->dev, p->base, p->len);
-	ferry__io_unmap(p->base, p->len);
-	if (p->registered)
 		trace_pin(m, "unpinned", p->len, NULL, 0);
+	}
+	ferry__io_unmap(p->base, p->len);
 	free(p);
 }
 

@@ -135,3 +135,19 @@ void t_rmtree(const char *path)
 {
 	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+unsigned t_csv_fields(char *line, char **fields, unsigned cap)
+{
+	unsigned n = 0;
+	int quoted = 0;
+	fields[n++] = line;
+	for (char *p = line; *p; p++) {
+		if (*p == '"')
+			quoted = !quoted;
+		else if (*p == ',' && !quoted && n < cap) {
+			*p = 0;
+			fields[n++] = p + 1;
+		}
+	}
+	return n;
+}

@@ -91,6 +91,9 @@ uint64_t t_rand(uint64_t *state);
 char *t_tmpdir(void);
 /* Removes a directory tree. */
 void t_rmtree(const char *path);
+/* Splits a CSV line (a FERRY_TRACE row) in place at commas outside quotes;
+ * the fields keep their quotes. Returns the field count (at most cap). */
+unsigned t_csv_fields(char *line, char **fields, unsigned cap);
 
 /*
  * A fault device: wraps a real device and makes the Nth call of one class of
