@@ -29,19 +29,24 @@ def rows_of(path):
 
 
 def growths(rows, at):
-    """Each growth as end/lane/MiB/duration; a lane grows one block at a time,
-    so its "growing" row (traces before 2026-12-06 have none: "?") is the
-    begin of its next "grow"."""
+    """Each growth as (begin, end, lane, MiB); a lane grows one block at a
+    time, so its "growing" row is the begin of its next "grow" (traces before
+    2026-12-06 have none: begin None)."""
     began = {}
     out = []
     for r in rows:
         if r["event"] == "growing":
             began[r["lane"]] = at(r)
         elif r["event"] == "grow":
-            start = began.pop(r["lane"], None)
-            took = "?" if start is None else "%.1f" % ((at(r) - start) / MS)
-            out.append("%.1f/%s/%d/%s" % (at(r) / MS, r["lane"], int(r["bytes"]) >> 20, took))
+            out.append((began.pop(r["lane"], None), at(r), r["lane"], int(r["bytes"]) >> 20))
     return out
+
+
+def growth_line(g):
+    """end/lane/MiB/duration ("?" without a begin)."""
+    start, end, lane, mib = g
+    took = "?" if start is None else "%.1f" % ((end - start) / MS)
+    return "%.1f/%s/%d/%s" % (end / MS, lane, mib, took)
 
 
 def registrations(rows, at):
@@ -61,16 +66,6 @@ def registrations(rows, at):
     return out
 
 
-def growth_spans(rows, at):
-    began, out = {}, []
-    for r in rows:
-        if r["event"] == "growing":
-            began[r["lane"]] = at(r)
-        elif r["event"] == "grow" and r["lane"] in began:
-            out.append((began.pop(r["lane"]), at(r)))
-    return out
-
-
 def overlaps(spans, a, b):
     return any(s < b and e > a for s, e in spans)
 
@@ -83,7 +78,8 @@ def report(path):
     t0 = int(rows[0]["time_ns"])
     at = lambda r: int(r["time_ns"]) - t0
     print("== %s: %d events over %.1f ms" % (path, len(rows), at(rows[-1]) / MS))
-    print("pool growth (ended at ms/lane/MiB/took ms):", " ".join(growths(rows, at)))
+    grew = growths(rows, at)
+    print("pool growth (ended at ms/lane/MiB/took ms):", " ".join(map(growth_line, grew)))
     issued = collections.Counter()
     for r in rows:
         if r["event"] == "copy":
@@ -93,8 +89,8 @@ def report(path):
     launches = sorted(at(r) for r in rows if r["event"] == "launch")
     gaps = [(a, b - a) for a, b in zip(launches, launches[1:]) if b - a > 0.3 * MS]
     regs = registrations(rows, at)
-    grew = growth_spans(rows, at)
-    mark = lambda a, g: ("g" if overlaps(grew, a, a + g) else "") + \
+    grown = [(s, e) for s, e, *_ in grew if s is not None]
+    mark = lambda a, g: ("g" if overlaps(grown, a, a + g) else "") + \
         ("r" if overlaps([(s, e) for s, e, *_ in regs], a, a + g) else "")
     print("no launch for > 0.3 ms: %d times, %.1f ms in all:" % (len(gaps), sum(g for _, g in gaps) / MS),
           " ".join("%.1f+%.2f%s" % (a / MS, g / MS, mark(a, g)) for a, g in gaps[:40]))
