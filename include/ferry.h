@@ -36,7 +36,8 @@ enum {
 	FERRY_ELEASED = 1004,   /* destroyed while staging buffers were still leased */
 	FERRY_ECONFIG = 1005,   /* an option or environment variable is invalid */
 	FERRY_ETRUNCATED = 1006, /* end of file before the expected length */
-	FERRY_EMISMATCH = 1007, /* samples of one batch disagree (dtype or rank) */
+	FERRY_EMISMATCH = 1007, /* samples of one batch disagree (dtype, rank, or
+				 * shape where stacked), or a rank-0 file as rows */
 	FERRY_EBOUNDS = 1008,   /* a region of interest is out of bounds */
 	FERRY_ECHANGED = 1009,  /* a file changed while it was being read */
 	FERRY_EIO_BACKEND = 1010, /* the requested IO backend is not available */
@@ -94,7 +95,9 @@ enum ferry_direct {
 	FERRY_DIRECT_AUTO = 2,
 };
 
-/* Zero (or NULL) fields take the environment's value, then the default. */
+/* Zero (or NULL) fields take the environment's value, then the default; but for
+ * gpu and direct 0 is a value (GPU 0, O_DIRECT never): -1 defers to the
+ * environment. */
 struct ferry_ctx_options {
 	const char *device;  /* "auto", "cuda", "host"       (FERRY_DEVICE, auto) */
 	int gpu;             /* GPU ordinal, -1: FERRY_GPU, LOCAL_RANK, else 0 */
@@ -298,7 +301,8 @@ struct ferry_reader_config {
 				  * (0: automatic: at least 2, and with small batches as many as
 				  * keep every IO thread busy, within 256 MiB of batch memory) */
 	int no_header_cache;     /* 1: parse every header on every read (default: cached, checked
-				  * against each file's size and mtime) */
+				  * against each file's device, inode, size,
+				  * mtime and ctime) */
 	enum ferry_on_error on_error;
 
 	/* Region of interest, in C-order coordinates of the array (whatever the

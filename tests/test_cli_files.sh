@@ -1,7 +1,8 @@
 #!/bin/sh
 # The ferry tool never loses data silently: read --dump keeps the files' paths
 # relative to the directory they share (ds/s.npy and d3/s.npy do not collide)
-# and never overwrites a file (in both read modes); gen refuses a non-empty
+# and never overwrites a file, and makes OUTDIR with its parents (in both read
+# modes); gen refuses a non-empty
 # directory that does not hold its own dataset unless --force, and replacing
 # its own dataset leaves no file of the old one; gen creates a missing
 # directory's parents, and names a parent that is a file; --on-error skip names every
@@ -34,6 +35,11 @@ cmp -s keep.bin out/ds/sample_000000.bin || fail "--dump overwrote out/ds/sample
 [ -f out/d3/sample_000001.bin ] || fail "--dump stopped at the existing file"
 grep -q "^read: 1 files, .*, 1 failed$" "$TMP/out" || fail "--dump over a file: $(cat "$TMP/out")"
 run 0 "$FERRY" read --root ds --dump dsout
+# OUTDIR is made with its parents, in both modes.
+run 0 "$FERRY" read --dump new/a/out ds/sample_000000.npy
+[ -f new/a/out/sample_000000.bin ] || fail "--dump new/a/out: $(find new -type f)"
+run 0 "$FERRY" read --root ds --dump new/b/out
+[ "$(ls new/b/out | wc -l | tr -d ' ')" -eq 2 ] || fail "--root --dump new/b/out: $(ls new/b/out)"
 run 1 "$FERRY" read --root ds --dump dsout
 grep -q "never overwrites" "$TMP/err" || fail "read --root --dump twice: $(cat "$TMP/err")"
 

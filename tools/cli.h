@@ -176,7 +176,7 @@ unsigned ferry_cli_gen_remove_stale(const char *dir, unsigned files);
 /*
  * Reads path with plain stdio and returns its array as ferry promises it:
  * C order, native byte order, converted with the tool's own loops (not
- * src/convert.c). *out is malloc'ed (free()), *nbytes its length. Returns 0,
+ * src/base/convert.c). *out is malloc'ed (free()), *nbytes its length. Returns 0,
  * or 1 after printing "ferry: PATH: reason".
  */
 int ferry_cli_cpu_load(const char *path, void **out, uint64_t *nbytes);

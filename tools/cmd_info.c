@@ -29,7 +29,8 @@ static const char info_help[] =
 	"           (Python's surrogateescape: os.fsencode() gives the path back)\n"
 	"\n"
 	"A file that cannot be read prints 'ferry: FILE: reason' on stderr and the rest\n"
-	"are still read. Exit status: 0 when every file was valid, 1 otherwise.\n";
+	"are still read. Exit status: 0 when every file was valid, 1 otherwise, 2 for\n"
+	"a usage error.\n";
 
 static void print_shape(const struct ferry_array_info *info, const char *open, const char *close)
 {

@@ -391,7 +391,7 @@ static int parse_read_options(int argc, char **argv, struct read_opts *o)
 		fprintf(stderr, "ferry read: no FILE given (try 'ferry read --help')\n");
 		return 2;
 	}
-	if (o->dump_dir && mkdir(o->dump_dir, 0755) != 0 && errno != EEXIST)
+	if (o->dump_dir && ferry_cli_mkdirs(o->dump_dir) != 0 && errno != EEXIST)
 		return ferry_cli_fail("%s: cannot create the directory: %s", o->dump_dir,
 				      strerror(errno));
 	return -1;

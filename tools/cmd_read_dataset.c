@@ -73,7 +73,8 @@ const char ferry_cli_dataset_help[] =
 	"                    --rows, <TAB>pad for padding) on stdout; the summary then goes\n"
 	"                    to stderr\n"
 	"  --dump OUTDIR     write each sample's bytes to OUTDIR/e<EPOCH>_b<BATCH>_<I>.bin\n"
-	"                    (never over an existing file: that sample fails instead)\n"
+	"                    (made with its parents where missing; never over an existing\n"
+	"                    file: that sample fails instead)\n"
 	"  --verify          compare each sample with an independent CPU read of its file\n"
 	"                    and region, byte for byte; a 'verify:' line says what matched\n"
 	"  --json            print one JSON document instead of the summary (below)\n"
@@ -219,7 +220,7 @@ static int parse_axes(const char *s, int *axes)
 	return n;
 }
 
-/* The most shards, as for WORLD_SIZE (src/dataset.c). */
+/* The most shards, as for WORLD_SIZE (src/reader/dataset.c). */
 #define SHARDS_MAX (1u << 30)
 
 /* Parses "I/N" (0 <= I < N <= SHARDS_MAX) into cfg. Returns 0 or -1. */
@@ -800,7 +801,7 @@ static int read_dataset(struct dataset_run *d)
 
 static int make_dump_dir(const char *dir)
 {
-	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+	if (ferry_cli_mkdirs(dir) < 0 && errno != EEXIST)
 		return ferry_cli_fail("%s: %s", dir, strerror(errno));
 	return 0;
 }
