@@ -40,6 +40,11 @@ run 0 "$FERRY" read --dump new/a/out ds/sample_000000.npy
 [ -f new/a/out/sample_000000.bin ] || fail "--dump new/a/out: $(find new -type f)"
 run 0 "$FERRY" read --root ds --dump new/b/out
 [ "$(ls new/b/out | wc -l | tr -d ' ')" -eq 2 ] || fail "--root --dump new/b/out: $(ls new/b/out)"
+for mode in "ds/sample_000000.npy" "--root ds"; do
+	run 1 "$FERRY" read --dump keep.bin/out $mode
+	grep -qx "ferry: keep.bin/out: cannot create the directory: Not a directory" "$TMP/err" ||
+		fail "read --dump under a file ($mode): $(cat "$TMP/err")"
+done
 run 1 "$FERRY" read --root ds --dump dsout
 grep -q "never overwrites" "$TMP/err" || fail "read --root --dump twice: $(cat "$TMP/err")"
 

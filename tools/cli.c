@@ -125,3 +125,10 @@ int ferry_cli_mkdirs(const char *dir)
 	free(path);
 	return rc;
 }
+
+int ferry_cli_ensure_dir(const char *dir)
+{
+	if (ferry_cli_mkdirs(dir) < 0 && errno != EEXIST)
+		return ferry_cli_fail("%s: cannot create the directory: %s", dir, strerror(errno));
+	return 0;
+}

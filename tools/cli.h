@@ -160,6 +160,10 @@ int ferry_cli_make_parents(char *path, size_t from);
 /* Creates dir and its missing parents (mkdir -p). Returns 0, or -1 with errno
  * set by the mkdir that failed (EEXIST: dir exists). */
 int ferry_cli_mkdirs(const char *dir);
+/* Makes dir (with its missing parents) unless it exists, as --dump's OUTDIR.
+ * Returns 0, or 1 after printing "ferry: DIR: cannot create the directory:
+ * reason". */
+int ferry_cli_ensure_dir(const char *dir);
 /* Makes dir ready for a dataset: creates it (and its parents) when missing;
  * an existing one must hold nothing but sample_NNNNNN.npy files (a dataset
  * ferry gen or ferry demo wrote) unless force. Returns 0, or 1 after printing why not (naming

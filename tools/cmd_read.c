@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -391,9 +390,8 @@ static int parse_read_options(int argc, char **argv, struct read_opts *o)
 		fprintf(stderr, "ferry read: no FILE given (try 'ferry read --help')\n");
 		return 2;
 	}
-	if (o->dump_dir && ferry_cli_mkdirs(o->dump_dir) != 0 && errno != EEXIST)
-		return ferry_cli_fail("%s: cannot create the directory: %s", o->dump_dir,
-				      strerror(errno));
+	if (o->dump_dir && ferry_cli_ensure_dir(o->dump_dir))
+		return 1;
 	return -1;
 }
 

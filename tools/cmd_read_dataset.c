@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -799,12 +798,6 @@ static int read_dataset(struct dataset_run *d)
 	return status;
 }
 
-static int make_dump_dir(const char *dir)
-{
-	if (ferry_cli_mkdirs(dir) < 0 && errno != EEXIST)
-		return ferry_cli_fail("%s: %s", dir, strerror(errno));
-	return 0;
-}
 
 int ferry_cli_read_dataset(int argc, char **argv)
 {
@@ -815,7 +808,7 @@ int ferry_cli_read_dataset(int argc, char **argv)
 
 	if (status >= 0)
 		return status;
-	if (o.dump && make_dump_dir(o.dump))
+	if (o.dump && ferry_cli_ensure_dir(o.dump))
 		return 1;
 	copt.threads = o.cfg.threads;
 	ferry__clear_error();

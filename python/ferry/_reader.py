@@ -109,8 +109,8 @@ class Reader:
     to 1024; None, the default: libferry sizes the window, at least 2 batches
     and more for small ones); num_threads (IO threads, 1 to 1024; None: the
     context's); cache_header_information (True: headers are cached, checked
-    against the file's device, inode, size, mtime and ctime); on_error ('stop' raises, 'skip' leaves bad files
-    out of their batch); samples ('files': each file is a sample; 'rows':
+    against the file's device, inode, size, mtime and ctime); on_error
+    ('stop' raises, 'skip' leaves bad files out of their batch); samples ('files': each file is a sample; 'rows':
     each row along axis 0 of each file is one, the files sharing a row's
     dtype and shape, shuffled, sharded and padded as rows, a region of
     interest applying to a row's axes; Batch.rows says which row each sample
