@@ -46,7 +46,8 @@ for mode in "ds/sample_000000.npy" "--root ds"; do
 		fail "read --dump under a file ($mode): $(cat "$TMP/err")"
 done
 run 1 "$FERRY" read --root ds --dump dsout
-grep -q "never overwrites" "$TMP/err" || fail "read --root --dump twice: $(cat "$TMP/err")"
+grep -qx "ferry: ds/sample_00000[01].npy: cannot write its dump: File exists (--dump never overwrites a file)" "$TMP/err" ||
+	fail "read --root --dump twice: $(cat "$TMP/err")"
 
 # ---- gen: its own directory only ----
 run 0 "$FERRY" gen --out g --files 5 --size 4k

@@ -1,11 +1,13 @@
 /* What the tool's commands share: error lines, strict number parsing, JSON
  * strings and dtype names. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "cli.h"
@@ -130,5 +132,32 @@ int ferry_cli_ensure_dir(const char *dir)
 {
 	if (ferry_cli_mkdirs(dir) < 0 && errno != EEXIST)
 		return ferry_cli_fail("%s: cannot create the directory: %s", dir, strerror(errno));
+	return 0;
+}
+
+/* All of it (one write(2) moves at most about 2 GiB). Returns 0, or an errno. */
+static int write_all(int fd, const char *data, uint64_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, data, len > (1u << 30) ? (1u << 30) : (size_t)len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		data += n;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+int ferry_cli_write_dump(const char *path, const char *name, const void *data, uint64_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int err = fd < 0 ? errno : write_all(fd, data, len);
+	if (fd >= 0 && close(fd) != 0 && !err)
+		err = errno;
+	if (err)
+		return ferry_cli_fail("%s: cannot write its dump: %s%s", name, strerror(err),
+				      err == EEXIST ? " (--dump never overwrites a file)" : "");
 	return 0;
 }

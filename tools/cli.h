@@ -164,6 +164,10 @@ int ferry_cli_mkdirs(const char *dir);
  * Returns 0, or 1 after printing "ferry: DIR: cannot create the directory:
  * reason". */
 int ferry_cli_ensure_dir(const char *dir);
+/* Writes len bytes of data to a new file at path, as --dump writes each array:
+ * never over an existing file. Returns 0, or 1 after printing "ferry: NAME:
+ * cannot write its dump: reason" (NAME: what the dump holds). */
+int ferry_cli_write_dump(const char *path, const char *name, const void *data, uint64_t len);
 /* Makes dir ready for a dataset: creates it (and its parents) when missing;
  * an existing one must hold nothing but sample_NNNNNN.npy files (a dataset
  * ferry gen or ferry demo wrote) unless force. Returns 0, or 1 after printing why not (naming

@@ -1,6 +1,5 @@
 /* `ferry read`: load .npy files onto the device, verify or dump what arrived. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -162,25 +161,16 @@ static int dump_array(struct read_run *r, unsigned i, const void *data, uint64_t
 	const char *rel = r->abs[i] + r->common;
 	size_t n = strlen(rel), dir_len = strlen(r->o.dump_dir);
 	char *out = malloc(dir_len + n + 8);
-	int fd, failed;
 
 	if (!out)
 		return ferry_cli_fail("%s: out of memory", r->res[i].path);
 	if (n >= 4 && !strcmp(rel + n - 4, ".npy"))
 		n -= 4;
 	sprintf(out, "%s/%.*s.bin", r->o.dump_dir, (int)n, rel);
-	(void)ferry_cli_make_parents(out, dir_len); /* a failure fails the open below */
-	fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	failed = fd < 0;
-	if (!failed) {
-		failed = len && write(fd, data, (size_t)len) != (ssize_t)len;
-		failed |= close(fd) != 0;
-	}
-	if (failed) {
-		int err = errno;
+	(void)ferry_cli_make_parents(out, dir_len); /* a failure fails the write below */
+	if (ferry_cli_write_dump(out, r->res[i].path, data, len)) {
 		free(out);
-		return ferry_cli_fail("%s: cannot write its dump: %s%s", r->res[i].path, strerror(err),
-				      err == EEXIST ? " (--dump never overwrites a file)" : "");
+		return 1;
 	}
 	r->res[i].dump = out;
 	return 0;

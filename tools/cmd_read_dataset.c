@@ -1,6 +1,5 @@
 /* `ferry read --root DIR | --list FILE | --files PATH...`: the dataset reader. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -8,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "base/base.h"
@@ -478,22 +476,11 @@ static int cpu_region(const struct ferry_reader_config *cfg, const char *path,
 /* Writes sample i of batch (epoch, batch) to DIR/e<EPOCH>_b<BATCH>_<I>.bin,
  * never over an existing file. Returns 0, or 1 after printing why. */
 static int dump_sample(const char *dir, uint64_t epoch, uint64_t batch, unsigned i,
-		       const void *data, uint64_t n)
+		       const char *name, const void *data, uint64_t n)
 {
 	char path[4096];
-	int fd, failed;
-
 	snprintf(path, sizeof(path), "%s/e%" PRIu64 "_b%" PRIu64 "_%u.bin", dir, epoch, batch, i);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	failed = fd < 0;
-	if (!failed) {
-		failed = n && write(fd, data, (size_t)n) != (ssize_t)n;
-		failed |= close(fd) != 0;
-	}
-	if (failed)
-		return ferry_cli_fail("%s: %s%s", path, strerror(errno),
-				      errno == EEXIST ? " (--dump never overwrites a file)" : "");
-	return 0;
+	return ferry_cli_write_dump(path, name, data, n);
 }
 
 /* ---- the run ---- */
@@ -559,7 +546,7 @@ static int check_sample(struct dataset_run *d, uint64_t epoch, uint64_t batch, u
 	if (rc < 0)
 		status = ferry_cli_error(s->path, rc);
 	if (!status && o->dump)
-		status = dump_sample(o->dump, epoch, batch, i, host, s->nbytes);
+		status = dump_sample(o->dump, epoch, batch, i, s->path, host, s->nbytes);
 	if (!status && o->verify) {
 		status = cpu_region(&o->cfg, s->path, s, &want);
 		if (!status)
