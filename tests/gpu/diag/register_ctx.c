@@ -14,7 +14,9 @@
  * before and while, and the longest single launch while. Then one file
  * registered in the second context is copied in the primary one and read back:
  * whether the bytes match. First, what making the second context costs: its
- * time, and the device memory it takes (cuMemGetInfo before and after).
+ * time, and the device memory it takes (cuMemGetInfo before and after), and
+ * what lowering each of its limits (stack, printf FIFO, malloc heap; a
+ * registrar never launches a kernel) gives back.
  * Build: cc -O2 -I/usr/local/cuda/include -o register_ctx register_ctx.c -ldl -lpthread
  * Usage: register_ctx DIR   (its .npy files warm first)
  */
@@ -166,6 +168,34 @@ static void check_bytes(void)
 	free(back);
 }
 
+/* The second context is current: each limit lowered in turn, and the device
+ * memory that gave back. Errors are printed, not fatal: the driver may refuse
+ * a value. */
+static void lower_limits(void *lib, CUresult (*mem_info)(size_t *, size_t *))
+{
+	CUresult (*set_limit)(CUlimit, size_t) = sym(lib, "cuCtxSetLimit");
+	CUresult (*get_limit)(size_t *, CUlimit) = sym(lib, "cuCtxGetLimit");
+	static const struct { CUlimit limit; const char *name; size_t to; } lows[] = {
+		{CU_LIMIT_STACK_SIZE, "stack", 0},
+		{CU_LIMIT_STACK_SIZE, "stack", 16},
+		{CU_LIMIT_PRINTF_FIFO_SIZE, "printf FIFO", 0},
+		{CU_LIMIT_PRINTF_FIFO_SIZE, "printf FIFO", 4096},
+		{CU_LIMIT_MALLOC_HEAP_SIZE, "malloc heap", 0},
+		{CU_LIMIT_MALLOC_HEAP_SIZE, "malloc heap", 4096},
+	};
+	for (size_t i = 0; i < sizeof(lows) / sizeof(lows[0]); i++) {
+		size_t was = 0, is = 0, free0, free1, total_mem;
+		get_limit(&was, lows[i].limit);
+		mem_info(&free0, &total_mem);
+		CUresult rc = set_limit(lows[i].limit, lows[i].to);
+		mem_info(&free1, &total_mem);
+		get_limit(&is, lows[i].limit);
+		printf("limit %s: %zu -> asked %zu: rc %d, now %zu, %.1f MiB given back\n",
+		       lows[i].name, was, lows[i].to, (int)rc, is,
+		       ((double)free1 - (double)free0) / 1048576.0);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	void *pinned, *lib;
@@ -186,6 +216,10 @@ int main(int argc, char **argv)
 	double made = now() - t0;
 	check(mem_info(&free1, &total), "cuMemGetInfo");
 	printf("a second context: made in %.1f ms, %.1f MiB of device memory\n", made * 1e3,
+	       ((double)free0 - (double)free1) / 1048576.0);
+	lower_limits(lib, mem_info);
+	check(mem_info(&free1, &total), "cuMemGetInfo");
+	printf("a second context with its limits lowered: %.1f MiB of device memory\n",
 	       ((double)free0 - (double)free1) / 1048576.0);
 	check(cu.set_current(ctx), "cuCtxSetCurrent");
 	check(cu.host_alloc(&pinned, (size_t)CHUNK * CHUNKS_A_SYNC, 0), "cuMemHostAlloc");
