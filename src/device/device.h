@@ -65,6 +65,9 @@ enum {
 	/* The device converts payloads itself: convert_ready, convert_async,
 	 * scratch_alloc and scratch_free are set. */
 	FERRY__DEV_CONVERT = 2,
+	/* A registration (map_register) leaves the copies' launches alone: the
+	 * registrar need not hold the lanes' launches while it runs. */
+	FERRY__DEV_MAP_BESIDE = 4,
 };
 
 /*

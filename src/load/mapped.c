@@ -20,13 +20,15 @@
  * registrar frees entries (and the context's close, once it has stopped), so
  * it may look at them with the lock released.
  *
- * A registration holds the driver's lock while it runs: copies queued before
- * it run on, but no copy can be launched meanwhile (tests/gpu/diag/
- * register_overlap.c: on an H100 two threads launching copies moved 54 GB/s
- * alone, under 2 GB/s beside back-to-back registrations). So the registrar
- * holds the lanes' early launches while it registers (the threads that would
- * launch go on reading into free buffers instead of waiting in the driver),
- * and paces itself: after a registration that took t it waits
+ * A registration holds its context's driver lock while it runs: copies queued
+ * before it run on, but no copy can be launched in that context meanwhile
+ * (tests/gpu/diag/register_overlap.c: on an H100 two threads launching copies
+ * moved 54 GB/s alone, under 2 GB/s beside back-to-back registrations). CUDA
+ * registers in a context of its own (FERRY__DEV_MAP_BESIDE), and the lanes'
+ * launches run on. On a device without that flag the registrar holds the
+ * lanes' early launches while it registers (the threads that would launch go
+ * on reading into free buffers instead of waiting in the driver). Either way
+ * it paces itself: after a registration that took t it waits
  * t * (100 - pace) / pace before the next (FERRY_PIN_PACE, a percent of the
  * time; docs/design.md has the measured trade-off). There is nothing to hold
  * up while no copy is launched (the training step's compute, between
@@ -338,21 +340,22 @@ static void name_files(struct ferry__file *const *fs, unsigned n, int rc)
 	free(why);
 }
 
-/* Registers len bytes at addr, the lanes' early launches held meanwhile: the
- * registration holds every launch up, and the threads that would launch had
- * better go on reading into free buffers. *took gets the registration's time
- * (what the pace weighs: launching what the hold left pending is not).
- * Returns 0 or the device's code (its message kept, whatever ending the hold
- * says). */
+/* Registers len bytes at addr. Where the device's registrations hold every
+ * launch up (no FERRY__DEV_MAP_BESIDE), the lanes' early launches are held
+ * meanwhile: the threads that would launch had better go on reading into free
+ * buffers. *took gets the registration's time (what the pace weighs:
+ * launching what the hold left pending is not). Returns 0 or the device's
+ * code (its message kept, whatever ending the hold says). */
 static int register_holding_launches(struct ferry__mapped *m, void *addr, size_t len,
 				     uint64_t *took)
 {
-	if (m->lanes)
+	int hold = m->lanes && !(m->dev->ops->flags & FERRY__DEV_MAP_BESIDE);
+	if (hold)
 		ferry__lanes_hold_launches(m->lanes, 1);
 	uint64_t start = ferry__now_ns();
 	int rc = m->dev->ops->map_register(m->dev, addr, len);
 	*took = ferry__now_ns() - start;
-	if (!m->lanes)
+	if (!hold)
 		return rc;
 	char *why = rc < 0 ? ferry__error_copy() : NULL;
 	ferry__lanes_hold_launches(m->lanes, 0);

@@ -162,6 +162,7 @@ struct ferry__device *t_fault_device(struct ferry__device *inner)
 	T_ASSERT(f);
 	f->inner = inner;
 	f->ops = *inner->ops;
+	f->ops.flags &= ~FERRY__DEV_MAP_BESIDE; /* held registrations: tests choose */
 	f->ops.close = f_close;
 	f->ops.describe = f_describe;
 	f->ops.mem_alloc = f_mem_alloc;
@@ -257,6 +258,11 @@ int t_fault_fired(struct ferry__device *dev)
 struct ferry__device *t_fault_inner(struct ferry__device *dev)
 {
 	return fd_of(dev)->inner;
+}
+
+void t_fault_map_beside(struct ferry__device *dev)
+{
+	fd_of(dev)->ops.flags |= FERRY__DEV_MAP_BESIDE;
 }
 
 void t_fault_no_convert(struct ferry__device *dev)

@@ -121,6 +121,9 @@ struct ferry__device *t_fault_inner(struct ferry__device *fault_dev);
 void t_fault_hold(struct ferry__device *fault_dev, enum t_fault_class cls);
 /* Returns once a call waits in a class held by t_fault_hold. */
 void t_fault_wait_held(struct ferry__device *fault_dev);
+/* Says that the device's registrations leave launches alone
+ * (FERRY__DEV_MAP_BESIDE), as CUDA's do. */
+void t_fault_map_beside(struct ferry__device *fault_dev);
 /* Takes the device's conversions away (before a context is made on it), so
  * that loads convert on the host as on a device without them. */
 void t_fault_no_convert(struct ferry__device *fault_dev);
