@@ -1,7 +1,8 @@
 #!/bin/sh
 # The GPU call after tests/gpu/core.sh: the other tests of `make test` with the
 # CUDA device but for the longest fault sweep, two sweeps beside them, and
-# compute-sanitizer memcheck over three data-moving tests. Logs land in $OUT.
+# compute-sanitizer memcheck over four data-moving tests (the zero-copy
+# registrar's own context among them). Logs land in $OUT.
 # Usage: OUT=dir sh tests/gpu/rest.sh
 cd "$(dirname "$0")/../.." || exit 1
 O=${OUT:-gpu-out}
@@ -22,14 +23,14 @@ all=$(ls build/tests/test_* tests/test_*.py tests/test_*.sh | sed 's|.*/||; s/\.
 rest=$(for t in $all; do case "$done_already" in *" $t "*) ;; *) echo "$t" ;; esac; done)
 TESTS="test_fault_load test_fault_engine" sh tests/run.sh > "$O/part-a.log" 2>&1 &
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-for t in test_reader_stacked test_change_rename test_load_async; do
+for t in test_reader_stacked test_change_rename test_load_async test_mapped_cache; do
 	timeout 150 "$SAN" --tool memcheck --leak-check full --error-exitcode 99 build/tests/$t \
 		> "$O/memcheck-$t.log" 2>&1 &
 done
 TESTS="$(echo $rest)" sh tests/run.sh > "$O/part-b.log" 2>&1
 wait
 { for p in a b; do echo "== part $p"; cat "$O/part-$p.log"; done
-  for t in test_reader_stacked test_change_rename test_load_async; do
+  for t in test_reader_stacked test_change_rename test_load_async test_mapped_cache; do
 	echo "== memcheck $t: $(grep -E 'ERROR SUMMARY|LEAK SUMMARY' "$O/memcheck-$t.log" | tr '\n' ' ')"
 	grep -E "^[a-z].*ok|Program hit|Invalid|errors" "$O/memcheck-$t.log" | head -5
   done
