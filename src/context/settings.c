@@ -56,7 +56,8 @@ static const struct ferry__setting_info table[] = {
 	{ "FERRY_PIN_BUDGET", "bytes, with k, M or G (e.g. 0, 512M, 16G)", "a quarter of MemAvailable",
 	  "zero copy: how many bytes of warm files of 4 MiB or more a context keeps mapped and "
 	  "registered with the device, to copy them straight from the page cache (pinned "
-	  "pages cannot be reclaimed); 0 turns the zero-copy path off" },
+	  "pages cannot be reclaimed; with CUDA the registrations take a context of their "
+	  "own, about 260 MiB of device memory); 0 turns the zero-copy path off" },
 	{ "FERRY_PIN_RESERVE", "bytes, with k, M or G (e.g. 0, 1G)", "an eighth of MemAvailable",
 	  "zero copy: memory to leave available; below it (MemAvailable less the bytes "
 	  "pinned) nothing more is registered and registrations are given back, least "
