@@ -222,18 +222,6 @@ static void read_set(ferry_ctx *ctx, const char *dir, const struct file_case *fc
 	T_OK(ferry_reader_close(r));
 }
 
-/* Batches the context's lanes have launched so far. */
-static uint64_t staging_batches(ferry_ctx *ctx)
-{
-	uint64_t n = 0;
-	for (unsigned i = 0; i < ferry__lanes_count(ctx->ld.lanes); i++) {
-		struct ferry__staging_stats st;
-		ferry__staging_stats(ferry__lanes_get(ctx->ld.lanes, i), &st);
-		n += st.batches_launched;
-	}
-	return n;
-}
-
 /* Whether fc's payload needs converting: swapped, or two axes longer than 1. */
 static int converted(const struct file_case *fc)
 {
@@ -257,17 +245,17 @@ static void check_path_taken(ferry_ctx *ctx, const struct file_case *fc, int on_
 	struct ferry__device *dev = ctx->ld.dev;
 	unsigned long converts = t_fault_calls(dev, T_FAULT_CONVERT);
 	unsigned long syncs = t_fault_calls(dev, T_FAULT_COPY_SYNC);
-	uint64_t before = staging_batches(ctx);
+	uint64_t before = tr_lanes_stats(ctx).batches_launched;
 	T_OK(ferry_load(ctx, fc->path, &a));
 	ferry_array_free(a);
 	if ((t_fault_calls(dev, T_FAULT_CONVERT) > converts) != on_device)
 		T_FAIL("%s: %lu conversions on the device; the device %s", fc->path,
 		       t_fault_calls(dev, T_FAULT_CONVERT) - converts,
 		       on_device ? "converts" : "does not convert");
-	if (staging_batches(ctx) == before || t_fault_calls(dev, T_FAULT_COPY_SYNC) != syncs)
+	uint64_t batches = tr_lanes_stats(ctx).batches_launched - before;
+	if (!batches || t_fault_calls(dev, T_FAULT_COPY_SYNC) != syncs)
 		T_FAIL("%s: %llu staging batches, %lu synchronous copies", fc->path,
-		       (unsigned long long)(staging_batches(ctx) - before),
-		       t_fault_calls(dev, T_FAULT_COPY_SYNC) - syncs);
+		       (unsigned long long)batches, t_fault_calls(dev, T_FAULT_COPY_SYNC) - syncs);
 }
 
 static void run_all(ferry_ctx *ctx, const char *root, int on_device)

@@ -8,17 +8,6 @@
  */
 #include "test_mapped_util.h"
 
-static uint64_t launches_held(ferry_ctx *ctx)
-{
-	uint64_t n = 0;
-	for (unsigned i = 0; i < ferry__lanes_count(ctx->ld.lanes); i++) {
-		struct ferry__staging_stats st;
-		ferry__staging_stats(ferry__lanes_get(ctx->ld.lanes, i), &st);
-		n += st.launches_held;
-	}
-	return n;
-}
-
 /* Files 1.. loaded without waiting (their commits may be left pending), then
  * waited for and checked. */
 static void load_rest_async(ferry_ctx *ctx)
@@ -46,9 +35,9 @@ static uint64_t held_beside_a_registration(int beside)
 	t_fault_hold(fdev, T_FAULT_MAP_REGISTER);
 	tm_load(ctx, 0, "the file the registrar takes");
 	t_fault_wait_held(fdev);
-	uint64_t before = launches_held(ctx);
+	uint64_t before = tr_lanes_stats(ctx).launches_held;
 	load_rest_async(ctx);
-	uint64_t held = launches_held(ctx) - before;
+	uint64_t held = tr_lanes_stats(ctx).launches_held - before;
 	t_fault_hold(fdev, T_FAULT_NONE);
 	ferry__mapped_drain(ctx->ld.mapped);
 	T_EQ(tm_stats(ctx).registrations >= 1, 1);

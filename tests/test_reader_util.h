@@ -51,6 +51,22 @@ static inline ferry_ctx *tr_counting_ctx(size_t chunk, struct ferry__device **fd
 	return ctx;
 }
 
+/* The staging counters of every lane of ctx, summed (batches launched,
+ * launches held, waits, ...). */
+static inline struct ferry__staging_stats tr_lanes_stats(ferry_ctx *ctx)
+{
+	struct ferry__staging_stats sum = {0}, st;
+	for (unsigned i = 0; i < ferry__lanes_count(ctx->ld.lanes); i++) {
+		ferry__staging_stats(ferry__lanes_get(ctx->ld.lanes, i), &st);
+		sum.batches_launched += st.batches_launched;
+		sum.waits += st.waits;
+		sum.reclaimed += st.reclaimed;
+		sum.grown += st.grown;
+		sum.launches_held += st.launches_held;
+	}
+	return sum;
+}
+
 /* Waits (10 s at most) until a batch of r has loaded (its reads done, its
  * copies queued), whether or not its copies have landed or a caller took it:
  * 1 when one has, 0 after 10 s. */
