@@ -785,7 +785,6 @@ static int read_dataset(struct dataset_run *d)
 	return status;
 }
 
-
 int ferry_cli_read_dataset(int argc, char **argv)
 {
 	struct dataset_opts o;

@@ -23,14 +23,15 @@ all=$(ls build/tests/test_* tests/test_*.py tests/test_*.sh | sed 's|.*/||; s/\.
 rest=$(for t in $all; do case "$done_already" in *" $t "*) ;; *) echo "$t" ;; esac; done)
 TESTS="test_fault_load test_fault_engine" sh tests/run.sh > "$O/part-a.log" 2>&1 &
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-for t in test_reader_stacked test_change_rename test_load_async test_mapped_cache; do
+MEMCHECKED="test_reader_stacked test_change_rename test_load_async test_mapped_cache"
+for t in $MEMCHECKED; do
 	timeout 150 "$SAN" --tool memcheck --leak-check full --error-exitcode 99 build/tests/$t \
 		> "$O/memcheck-$t.log" 2>&1 &
 done
 TESTS="$(echo $rest)" sh tests/run.sh > "$O/part-b.log" 2>&1
 wait
 { for p in a b; do echo "== part $p"; cat "$O/part-$p.log"; done
-  for t in test_reader_stacked test_change_rename test_load_async test_mapped_cache; do
+  for t in $MEMCHECKED; do
 	echo "== memcheck $t: $(grep -E 'ERROR SUMMARY|LEAK SUMMARY' "$O/memcheck-$t.log" | tr '\n' ' ')"
 	grep -E "^[a-z].*ok|Program hit|Invalid|errors" "$O/memcheck-$t.log" | head -5
   done
