@@ -1,0 +1,32 @@
+#!/bin/sh
+# The next GPU call for issue 23's first epoch (about 3 minutes on an H100):
+# main against main with tests/gpu/diag/yield_growth.patch (the registrar
+# registers nothing while a lane's staging pool grows). In the traces of
+# bench/results/2026-12-07-0548-NVIDIA-H100 the gaps in the first epoch's
+# launches beside a pool's growth ran 4-7 ms where a registration ran beside
+# the growth, against 2.3-3.4 ms in the copy path's (a growth registers its
+# block in the lanes' context; the driver registers one thing at a time).
+# The patch's cost to watch: registrations start later, so epoch 2 may map
+# fewer loads (pin_pace's "mapped" column). In $OUT:
+#   ab_yg.log     ab_first_epoch.sh A=build B=build/YG (first epoch, the
+#                 epochs after it, traces' launch gaps; the means at the end);
+#   yg_tests.log  the patched tree's zero-copy and staging tests on CUDA,
+#                 test_mapped_growth (the patch's own) among them.
+# Build the carry on the build machine:
+#   git worktree add --detach /tmp/yg HEAD && (cd /tmp/yg && git apply tests/gpu/diag/yield_growth.patch && make -j2)
+#   cp -a /tmp/yg/build build/YG    (then strip and pack as tests/gpu/README says)
+# Land the patch only if the default's first epoch gains with no loss later.
+# Usage: OUT=dir sh tests/gpu/diag/yield_growth.sh
+cd "$(dirname "$0")/../../.." || exit 1
+O=${OUT:-gpu-diag}
+mkdir -p "$O"
+[ -x build/YG/ferry ] || { echo "yield_growth: no build/YG/ferry (see the header)"; exit 1; }
+OUT="$O/ab" A=build B=build/YG SIZES="64M:64 4M:1024" ROUNDS=2 \
+	timeout 240 sh tests/gpu/diag/ab_first_epoch.sh > "$O/ab_run.txt" 2>&1
+cp "$O/ab/ab_first_epoch.log" "$O/ab_yg.log" 2>/dev/null
+export FERRY_DEVICE=cuda TEST_TIMEOUT=150 PYTHON="$(command -v python3)"
+BUILD=build/YG TESTS="test_mapped_growth test_mapped_beside test_mapped_cache test_fault_mapped
+ test_reader_mapped test_staging_stress test_staging_units test_lanes" \
+	timeout 120 sh tests/run.sh > "$O/yg_tests.log" 2>&1
+tail -n 1 "$O/yg_tests.log"
+tail -n 30 "$O/ab_yg.log"
