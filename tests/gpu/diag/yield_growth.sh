@@ -2,10 +2,11 @@
 # The next GPU call for issue 23's first epoch (about 3 minutes on an H100):
 # main against main with tests/gpu/diag/yield_growth.patch (the registrar
 # registers nothing while a lane's staging pool grows). In the traces of
-# bench/results/2026-12-07-0548-NVIDIA-H100 the gaps in the first epoch's
-# launches beside a pool's growth ran 4-7 ms where a registration ran beside
-# the growth, against 2.3-3.4 ms in the copy path's (a growth registers its
-# block in the lanes' context; the driver registers one thing at a time).
+# bench/results/2026-12-07-0548-NVIDIA-H100 the longest gaps in the first
+# epoch's launches beside a pool's growth ran 4.0-6.7 ms where a registration
+# ran too, against 2.3-3.4 ms in the copy path's, and 34-35 ms of its gaps
+# lay beside growths against 24-30 (a growth registers its block in the
+# lanes' context; the driver registers one thing at a time).
 # The patch's cost to watch: registrations start later, so epoch 2 may map
 # fewer loads (pin_pace's "mapped" column). In $OUT:
 #   ab_yg.log     ab_first_epoch.sh A=build B=build/YG (first epoch, the
