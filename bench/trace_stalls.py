@@ -11,7 +11,11 @@ MiB and files, the time spent mapping and registering); the time threads
 spent waiting for batches; and the files whose loads began in each 10 ms, by
 path (buffered, direct, mapped).
 
-Usage: python3 bench/trace_stalls.py TRACE [TRACE...]
+With --loads N, the gaps are also summed by what ran beside them (g, r,
+gr, or - for neither) up to the (N+1)th load's begin: over the first epoch
+of a set of N files.
+
+Usage: python3 bench/trace_stalls.py [--loads N] TRACE [TRACE...]
 (e.g. FERRY_TRACE=t.csv ferry read --root DIR --epochs 2, then this)
 """
 import collections
@@ -70,7 +74,24 @@ def overlaps(spans, a, b):
     return any(s < b and e > a for s, e in spans)
 
 
-def report(path):
+def gaps_beside(rows, at, launches, grown, regs, loads):
+    """The launch gaps over 0.3 ms before the (loads+1)th load began, summed
+    by what overlapped them."""
+    begun = [at(r) for r in rows if r["event"] in ("buffered", "direct", "mapped")]
+    end = begun[loads] if len(begun) > loads else at(rows[-1])
+    spans = [(s, e) for s, e, *_ in regs]
+    count, ms = collections.Counter(), collections.Counter()
+    early = [t for t in launches if t <= end]
+    for a, b in zip(early, early[1:]):
+        if b - a > 0.3 * MS:
+            k = ("g" if overlaps(grown, a, b) else "") + ("r" if overlaps(spans, a, b) else "")
+            count[k or "-"] += 1
+            ms[k or "-"] += (b - a) / MS
+    print("before load %d (%.1f ms), gaps by what ran beside them (count/ms): %s" % (
+        loads + 1, end / MS, " ".join("%s %d/%.1f" % (k, count[k], ms[k]) for k in sorted(ms))))
+
+
+def report(path, loads=None):
     rows = rows_of(path)
     if not rows:
         print("== %s: empty" % path)
@@ -94,6 +115,8 @@ def report(path):
         ("r" if overlaps([(s, e) for s, e, *_ in regs], a, a + g) else "")
     print("no launch for > 0.3 ms: %d times, %.1f ms in all:" % (len(gaps), sum(g for _, g in gaps) / MS),
           " ".join("%.1f+%.2f%s" % (a / MS, g / MS, mark(a, g)) for a, g in gaps[:40]))
+    if loads:
+        gaps_beside(rows, at, launches, grown, regs, loads)
     print("registrations (began at ms/MiB/files/mapping ms/registering ms): %d," % len(regs),
           " ".join("%.1f/%d/%d/%.2f/%.2f" % (s / MS, mib, n, m / MS, g / MS)
                    for s, _, mib, n, m, g in regs[:40]))
@@ -111,7 +134,11 @@ def report(path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    loads = None
+    if args[:1] == ["--loads"] and len(args) > 1 and args[1].isdigit():
+        loads, args = int(args[1]), args[2:]
+    if not args:
         sys.exit(__doc__)
-    for p in sys.argv[1:]:
-        report(p)
+    for p in args:
+        report(p, loads)

@@ -22,6 +22,8 @@ for spec in $SIZES; do # the data once, warm
 	find "$DATA/$size" -name '*.npy' -exec cat {} + >/dev/null
 done
 big=${SIZES%%:*}
+big_files=${SIZES#*:}
+big_files=${big_files%% *}
 for round in $(seq "${ROUNDS:-2}"); do
 	for side in A B; do
 		eval dir=\$$side
@@ -30,7 +32,7 @@ for round in $(seq "${ROUNDS:-2}"); do
 			env $([ $run = copy_path ] && echo FERRY_PIN_BUDGET=0) FERRY_TRACE="$t" \
 				"$dir/ferry" read --root "$DATA/$big" --batch 4 --epochs 2 >"$O/run.txt" 2>&1
 			{ echo "== $side round $round, $run, $big: $(sed -n 's/^  epoch 1: //p' "$O/run.txt")"
-			  "$PY" bench/trace_stalls.py "$t" | sed -n '2,5p' | cut -c1-400; } >>"$LOG"
+			  "$PY" bench/trace_stalls.py --loads "$big_files" "$t" | sed -n '2,6p' | cut -c1-400; } >>"$LOG"
 			gzip -f "$t"
 		done
 		echo "== $side round $round, bench/pin_pace.sh at the defaults" >>"$LOG"
