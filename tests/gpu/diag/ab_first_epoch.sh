@@ -6,8 +6,9 @@
 # launch), then bench/pin_pace.sh's per-epoch rows at the defaults; at the
 # end, the means of each side (ab_means.py, also in ab_means.txt). Made for
 # the touched and huge-page staging blocks (2026-12-06), any two builds do.
-# Usage: OUT=dir A=dir B=dir [DATA=dir] [SIZES="64M:64 4M:1024"] [ROUNDS=2]
-#        sh tests/gpu/diag/ab_first_epoch.sh   (A, B: build directories with ferry)
+# Usage: OUT=dir A=dir B=dir [C=dir] [DATA=dir] [SIZES="64M:64 4M:1024"] [ROUNDS=2]
+#        sh tests/gpu/diag/ab_first_epoch.sh   (A, B, C: build directories with
+#        ferry; C, when set, is a third side: one call measures two changes)
 cd "$(dirname "$0")/../../.." || exit 1
 O=${OUT:-gpu-diag}
 DATA=${DATA:-${TMPDIR:-/var/tmp}/ferry-pace}
@@ -25,7 +26,7 @@ big=${SIZES%%:*}
 big_files=${SIZES#*:}
 big_files=${big_files%% *}
 for round in $(seq "${ROUNDS:-2}"); do
-	for side in A B; do
+	for side in A B ${C:+C}; do
 		eval dir=\$$side
 		for run in copy_path default; do
 			t=$O/trace-$side$round-$run.csv

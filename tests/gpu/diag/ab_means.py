@@ -1,9 +1,9 @@
-"""Means of an ab_first_epoch.sh log, per build (A, B), run and size.
+"""Means of an ab_first_epoch.sh log, per build (A, B, C...), run and size.
 
 Reads the log's traced first epochs ("== A round 1, copy_path, 64M: ...
 (31.0 GB/s)") and bench/pin_pace.sh's rows (epoch 1, epoch 2, epochs 2-8,
 each in GB/s) and prints, for each, the number of runs, the mean and every
-value, A's row above B's, so that two builds compare at a glance.
+value, A's row above B's (and C's...), so that builds compare at a glance.
 
 Usage: python3 tests/gpu/diag/ab_means.py LOG...
 """
@@ -11,8 +11,8 @@ import collections
 import re
 import sys
 
-TRACED = re.compile(r"== (A|B) round \d+, (copy_path|default), (\w+): .*\(([\d.]+) GB/s\)")
-SIDE = re.compile(r"== (A|B) round \d+, bench/pin_pace.sh")
+TRACED = re.compile(r"== ([A-Z]) round \d+, (copy_path|default), (\w+): .*\(([\d.]+) GB/s\)")
+SIDE = re.compile(r"== ([A-Z]) round \d+, bench/pin_pace.sh")
 SIZE = re.compile(r"== \d+ files of (\w+),")
 ROW = re.compile(r"(copy_path|default)\s+epoch 1\s+([\d.]+) GB/s.*?epoch 2\s+([\d.]+) GB/s"
                  r".*?epochs 2-\d+\s+([\d.]+) GB/s")
@@ -41,7 +41,7 @@ def collect(paths):
 def main(paths):
     rows = collect(paths)
     if not rows:
-        sys.exit("ab_means.py: no A/B rows in " + " ".join(paths))
+        sys.exit("ab_means.py: no rows of any build in " + " ".join(paths))
     print(f"{'what':16} {'run':10} side  n  mean GB/s  values")
     for key in sorted(rows):
         v = rows[key]
