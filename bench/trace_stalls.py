@@ -74,19 +74,16 @@ def overlaps(spans, a, b):
     return any(s < b and e > a for s, e in spans)
 
 
-def gaps_beside(rows, at, launches, grown, regs, loads):
-    """The launch gaps over 0.3 ms before the (loads+1)th load began, summed
-    by what overlapped them."""
+def gaps_beside(rows, at, marked, loads):
+    """The marked launch gaps that ended before the (loads+1)th load began,
+    summed by what overlapped them."""
     begun = [at(r) for r in rows if r["event"] in ("buffered", "direct", "mapped")]
     end = begun[loads] if len(begun) > loads else at(rows[-1])
-    spans = [(s, e) for s, e, *_ in regs]
     count, ms = collections.Counter(), collections.Counter()
-    early = [t for t in launches if t <= end]
-    for a, b in zip(early, early[1:]):
-        if b - a > 0.3 * MS:
-            k = ("g" if overlaps(grown, a, b) else "") + ("r" if overlaps(spans, a, b) else "")
+    for a, g, k in marked:
+        if a + g <= end:
             count[k or "-"] += 1
-            ms[k or "-"] += (b - a) / MS
+            ms[k or "-"] += g / MS
     print("before load %d (%.1f ms), gaps by what ran beside them (count/ms): %s" % (
         loads + 1, end / MS, " ".join("%s %d/%.1f" % (k, count[k], ms[k]) for k in sorted(ms))))
 
@@ -111,12 +108,13 @@ def report(path, loads=None):
     gaps = [(a, b - a) for a, b in zip(launches, launches[1:]) if b - a > 0.3 * MS]
     regs = registrations(rows, at)
     grown = [(s, e) for s, e, *_ in grew if s is not None]
-    mark = lambda a, g: ("g" if overlaps(grown, a, a + g) else "") + \
-        ("r" if overlaps([(s, e) for s, e, *_ in regs], a, a + g) else "")
+    registering = [(s, e) for s, e, *_ in regs]
+    marked = [(a, g, ("g" if overlaps(grown, a, a + g) else "") +
+               ("r" if overlaps(registering, a, a + g) else "")) for a, g in gaps]
     print("no launch for > 0.3 ms: %d times, %.1f ms in all:" % (len(gaps), sum(g for _, g in gaps) / MS),
-          " ".join("%.1f+%.2f%s" % (a / MS, g / MS, mark(a, g)) for a, g in gaps[:40]))
+          " ".join("%.1f+%.2f%s" % (a / MS, g / MS, k) for a, g, k in marked[:40]))
     if loads:
-        gaps_beside(rows, at, launches, grown, regs, loads)
+        gaps_beside(rows, at, marked, loads)
     print("registrations (began at ms/MiB/files/mapping ms/registering ms): %d," % len(regs),
           " ".join("%.1f/%d/%d/%.2f/%.2f" % (s / MS, mib, n, m / MS, g / MS)
                    for s, _, mib, n, m, g in regs[:40]))
