@@ -95,7 +95,6 @@ struct ferry__staging_stats {
 	uint64_t batches_launched, waits, reclaimed, grown;
 	uint64_t launches_held;    /* early launches left pending while launches were held */
 	size_t chunk_size;
-	int growing;               /* a thread is adding a block to the pool now */
 };
 
 /* The chunk sizes an engine takes (powers of two). */
@@ -247,13 +246,9 @@ unsigned ferry__lanes_count(const struct ferry__lanes *l);
 struct ferry__staging *ferry__lanes_get(const struct ferry__lanes *l, unsigned i);
 /* The calling thread's engine, and its number. */
 struct ferry__staging *ferry__lanes_pick(const struct ferry__lanes *l);
-/* What the lanes are doing, as the registrar asks (one look at each lane). */
-struct ferry__lanes_activity {
-	uint64_t launched; /* batches launched on all lanes so far: it stands
-			    * still while no copy is being queued */
-	int growing;       /* a lane's pool is growing now (a block being allocated) */
-};
-void ferry__lanes_activity(const struct ferry__lanes *l, struct ferry__lanes_activity *out);
+/* Batches of copies launched on all lanes so far: it stands still while no
+ * copy is being queued. */
+uint64_t ferry__lanes_launched(const struct ferry__lanes *l);
 /* ferry__staging_hold_launches on every lane. */
 void ferry__lanes_hold_launches(const struct ferry__lanes *l, int hold);
 unsigned ferry__lanes_pick_index(const struct ferry__lanes *l);

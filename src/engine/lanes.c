@@ -76,15 +76,15 @@ struct ferry__staging *ferry__lanes_pick(const struct ferry__lanes *l)
 	return l->lane[ferry__lanes_pick_index(l)];
 }
 
-void ferry__lanes_activity(const struct ferry__lanes *l, struct ferry__lanes_activity *out)
+uint64_t ferry__lanes_launched(const struct ferry__lanes *l)
 {
-	*out = (struct ferry__lanes_activity){ 0, 0 };
+	uint64_t n = 0;
 	for (unsigned i = 0; i < l->n; i++) {
 		struct ferry__staging_stats st;
 		ferry__staging_stats(l->lane[i], &st);
-		out->launched += st.batches_launched;
-		out->growing |= st.growing;
+		n += st.batches_launched;
 	}
+	return n;
 }
 
 void ferry__lanes_hold_launches(const struct ferry__lanes *l, int hold)

@@ -859,7 +859,6 @@ void ferry__staging_stats(struct ferry__staging *stg, struct ferry__staging_stat
 	out->pending = stg->npending;
 	out->in_flight = stg->nin_flight;
 	out->chunk_size = stg->chunk;
-	out->growing = stg->growing;
 	pthread_mutex_unlock(&stg->lock);
 }
 

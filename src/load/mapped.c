@@ -33,10 +33,7 @@
  * time; docs/design.md has the measured trade-off). There is nothing to hold
  * up while no copy is launched (the training step's compute, between
  * batches): once the lanes launched nothing for FERRY__QUIET_NS, the wait is
- * cut short. And it registers nothing while a lane's staging pool grows: the
- * growth registers its block in the lanes' context, the driver registers one
- * thing at a time whatever the context, and every launch waits for the
- * growth's registration (docs/design.md, "Zero copy").
+ * cut short.
  *
  * Pinned pages cannot be reclaimed, so the registrar also gives registrations
  * back: when the machine runs short of memory (the reserve), when their file
@@ -61,9 +58,6 @@
 /* Hash buckets of the entries by inode: a lookup per load of a large file must
  * not walk thousands of entries under the lock. */
 #define BUCKETS 4096
-/* How often the registrar looks again at a growing staging pool: a growth
- * takes milliseconds. */
-#define GROWTH_POLL_NS 200000u
 /* Registrations refused in a row (none succeeding) after which the registrar
  * stops trying: the platform refuses, and each try maps a file for nothing. */
 #define MAX_REFUSALS 3
@@ -132,7 +126,6 @@ struct ferry__mapped {
 	unsigned refused_in_row;
 	int given_up;                /* MAX_REFUSALS in a row: no more offers */
 	uint64_t registered_ever, registrations, refused, hits, released, gone, pressed, unpaced;
-	uint64_t growth_waits;
 	char last_refusal[256];      /* the newest registration that failed, and why */
 };
 
@@ -603,27 +596,17 @@ int ferry__quiet_look(struct ferry__quiet *q, uint64_t launched, uint64_t now)
 	return now - q->since >= FERRY__QUIET_NS;
 }
 
-/* Asks the lanes (none: nothing launched, nothing growing). Lock held on
- * entry and return, released while the lanes are asked (their locks can be
- * held across a stream sync, and loads look mappings up under this one). */
-static struct ferry__lanes_activity ask_lanes(struct ferry__mapped *m)
+/* Whether the lanes launched no copy for FERRY__QUIET_NS. Lock held on entry
+ * and return, released while the lanes are asked (their locks can be held
+ * across a stream sync, and loads look mappings up under this one). */
+static int quiet(struct ferry__mapped *m, uint64_t now)
 {
-	struct ferry__lanes_activity now = { 0, 0 };
 	if (!m->lanes)
-		return now;
+		return 0;
 	pthread_mutex_unlock(&m->lock);
-	ferry__lanes_activity(m->lanes, &now);
+	uint64_t launched = ferry__lanes_launched(m->lanes);
 	pthread_mutex_lock(&m->lock);
-	return now;
-}
-
-/* Whether the registrar may register now: its pause is over, or the lanes
- * launched no copy for FERRY__QUIET_NS (a training step computing). */
-static int may_register(struct ferry__mapped *m, const struct ferry__lanes_activity *lanes,
-			uint64_t now)
-{
-	return now >= m->resume_ns ||
-	       (m->lanes && ferry__quiet_look(&m->quiet, lanes->launched, now));
+	return ferry__quiet_look(&m->quiet, launched, now); /* m->quiet: the registrar's own */
 }
 
 /* Takes the oldest offer and, when its file is below FERRY__MAPPED_GROUP, the
@@ -658,20 +641,11 @@ static void *registrar(void *arg)
 	pthread_mutex_lock(&m->lock);
 	while (!m->stopping) {
 		uint64_t now = ferry__now_ns();
-		if (m->offers && !m->held) {
-			struct ferry__lanes_activity lanes = ask_lanes(m);
-			if (m->stopping || m->held)
-				continue;
-			if (may_register(m, &lanes, now)) {
-				if (lanes.growing) {
-					m->growth_waits++;
-					wait_until(m, ferry__now_ns() + GROWTH_POLL_NS);
-				} else {
-					m->unpaced += now < m->resume_ns;
-					take_offers(m);
-				}
-				continue;
-			}
+		if (m->offers && !m->held &&
+		    (now >= m->resume_ns || (quiet(m, now) && !m->stopping))) {
+			m->unpaced += now < m->resume_ns;
+			take_offers(m);
+			continue;
 		}
 		uint64_t asked = m->sweeps_asked;
 		sweep(m, asked != m->sweeps_done); /* releases the lock: offers may come */
@@ -919,7 +893,6 @@ void ferry__mapped_stats(struct ferry__mapped *m, struct ferry__mapped_stats *ou
 	out->gone = m->gone;
 	out->pressed = m->pressed;
 	out->unpaced = m->unpaced;
-	out->growth_waits = m->growth_waits;
 	snprintf(out->last_refusal, sizeof(out->last_refusal), "%s", m->last_refusal);
 	pthread_mutex_unlock(&m->lock);
 }
