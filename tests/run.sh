@@ -3,6 +3,7 @@
 # "N passed, N failed, N skipped". Exit codes: 0 pass, 77 skip, anything else fail.
 # Variables: BUILD (build dir), TEST_TIMEOUT (seconds, default 300), TESTS (a
 # space-separated list of names to run instead of all).
+# `sh tests/run.sh --names` prints every test's name and runs none.
 BUILD=${BUILD:-build}
 TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 LOGS=$BUILD/test-logs
@@ -21,21 +22,28 @@ esac
 
 passed=0 failed=0 skipped=0 failed_names="" skipped_names=""
 
-list_tests() {
-	if [ -n "$TESTS" ]; then
-		for t in $TESTS; do
-			for f in "$BUILD/tests/$t" "tests/$t.py" "tests/$t.sh"; do
-				[ -e "$f" ] && echo "$f"
-			done
-		done
-		return
-	fi
-	# One program a tests/test_*.c: one left in $BUILD by a test since removed
-	# does not run, one that did not build fails.
-	for s in tests/test_*.c; do
-		echo "$BUILD/tests/$(basename "$s" .c)"
+# Every test's name: one a tests/test_*.c (its program in $BUILD/tests), then
+# one a tests/test_*.py or .sh.
+all_names() {
+	{ ls tests/test_*.c; ls tests/test_*.py tests/test_*.sh; } 2>/dev/null |
+		sed 's|.*/||; s/\.[a-z]*$//'
+}
+
+# The file that runs test $1: its script, else its program. A name with
+# neither gives the program's path, which then fails: a program that did not
+# build, or a name misspelt in TESTS, does not go unseen, and a program left
+# in $BUILD by a test since removed does not run.
+test_file() {
+	for f in "tests/$1.py" "tests/$1.sh"; do
+		[ -e "$f" ] && { echo "$f"; return; }
 	done
-	ls tests/test_*.py tests/test_*.sh 2>/dev/null
+	echo "$BUILD/tests/$1"
+}
+
+list_tests() {
+	for t in ${TESTS:-$(all_names)}; do
+		test_file "$t"
+	done
 }
 
 # Python loads $BUILD/libferry.so: under ASan the runtime must come first (and
@@ -56,6 +64,8 @@ run_one() {
 	*) timeout -k 10 "$TEST_TIMEOUT" "$1" ;;
 	esac
 }
+
+[ "${1:-}" = --names ] && { all_names; exit 0; }
 
 for t in $(list_tests); do
 	name=$(basename "$t"); name=${name%.py}; name=${name%.sh}

@@ -15,9 +15,9 @@ done_already=" test_reader_stacked test_reader_packing test_reader_rows test_rea
  test_reader_changes test_change_rename test_change_in_place test_change_header_cache
  test_load_async test_load_npy test_staging_race_seed test_staging_units test_staging_stress
  test_lanes test_trace test_device_events test_io_backends test_open_special test_reader_economy
- test_python_gpu test_python_reader test_python_load test_numpy_crosscheck test_load_sweep
+ test_python_gpu test_python_reader test_python_load test_python_batch test_numpy_crosscheck test_load_sweep
  test_fault_reader test_fault_load test_fault_engine "
-all=$(ls build/tests/test_* tests/test_*.py tests/test_*.sh | sed 's|.*/||; s/\.py$//; s/\.sh$//' | sort -u)
+all=$(sh tests/run.sh --names)
 # Without build/obj (a build carried stripped, tests/gpu/README) test_install's
 # `make install` would rebuild build/ under the other tests: left out then.
 [ -d build/obj ] || done_already="$done_already test_install "

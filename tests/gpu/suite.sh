@@ -14,7 +14,7 @@ S=$(date +%s)
 sh tests/gpu/fake_udev.sh "${TMPDIR:-/var/tmp}" >/dev/null 2>&1
 { date -u; nvidia-smi -L; uname -r; git log -1 --format='commit %H %s' 2>/dev/null
   build/ferry env; } > "$O/suite.log" 2>&1
-all=$(ls build/tests/test_* tests/test_*.py tests/test_*.sh | sed 's|.*/||; s/\.py$//; s/\.sh$//' | sort -u)
+all=$(sh tests/run.sh --names)
 slow="test_fault_reader test_fault_load test_fault_engine"
 rest=$(for t in $all; do case " $slow " in *" $t "*) ;; *) echo "$t" ;; esac; done)
 TESTS="test_fault_reader" sh tests/run.sh > "$O/part-a.log" 2>&1 &
