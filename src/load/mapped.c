@@ -30,10 +30,10 @@
  * on reading into free buffers instead of waiting in the driver). Either way
  * it paces itself: after a registration that took t it waits
  * t * (100 - pace) / pace before the next (FERRY_PIN_PACE, a percent of the
- * time; docs/design.md has the measured trade-off). There is nothing to hold
- * up while no copy is launched (the training step's compute, between
- * batches): once the lanes launched nothing for FERRY__QUIET_NS, the wait is
- * cut short.
+ * time; docs/zero-copy-measurements.md has the measured trade-off). There is
+ * nothing to hold up while no copy is launched (the training step's compute,
+ * between batches): once the lanes launched nothing for FERRY__QUIET_NS, the
+ * wait is cut short.
  *
  * Pinned pages cannot be reclaimed, so the registrar also gives registrations
  * back: when the machine runs short of memory (the reserve), when their file
