@@ -8,9 +8,12 @@
 #define FERRY_DIAG_CUDA_PROBE_H
 
 #include <cuda.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static struct {
@@ -92,6 +95,34 @@ static void load_cuda(void)
 		reg_flags = 0;
 	check(cu.primary_retain(&ctx, dev), "cuDevicePrimaryCtxRetain");
 	check(cu.set_current(ctx), "cuCtxSetCurrent");
+}
+
+/* The .npy files of dir, at most max: their paths (malloc'd) and sizes.
+ * Returns how many; exits when dir or a file of it cannot be looked at. */
+static inline unsigned npy_files(const char *dir, char **paths, size_t *sizes, unsigned max)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	unsigned n = 0;
+	if (!d) {
+		perror(dir);
+		exit(1);
+	}
+	while ((e = readdir(d)) && n < max) {
+		struct stat st;
+		size_t len = strlen(e->d_name);
+		char *p;
+		if (len < 4 || strcmp(e->d_name + len - 4, ".npy"))
+			continue;
+		if (asprintf(&p, "%s/%s", dir, e->d_name) < 0 || stat(p, &st) < 0) {
+			perror(dir);
+			exit(1);
+		}
+		paths[n] = p;
+		sizes[n++] = (size_t)st.st_size;
+	}
+	closedir(d);
+	return n;
 }
 
 /* A copying thread's start: the primary context current, a stream of its own

@@ -48,26 +48,7 @@ struct tally {
 
 static void list_files(const char *dir)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	if (!d) {
-		perror(dir);
-		exit(1);
-	}
-	while ((e = readdir(d)) && nfiles < MAX_FILES) {
-		size_t n = strlen(e->d_name);
-		struct stat st;
-		char *p;
-		if (n < 4 || strcmp(e->d_name + n - 4, ".npy") || asprintf(&p, "%s/%s", dir, e->d_name) < 0)
-			continue;
-		if (stat(p, &st) == 0 && st.st_size > 0) {
-			sizes[nfiles] = (size_t)st.st_size;
-			paths[nfiles++] = p;
-		} else {
-			free(p);
-		}
-	}
-	closedir(d);
+	nfiles = npy_files(dir, paths, sizes, MAX_FILES);
 	if (nfiles < 2) {
 		fprintf(stderr, "probe: %s holds fewer than two .npy files\n", dir);
 		exit(1);

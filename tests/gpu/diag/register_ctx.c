@@ -53,35 +53,22 @@ static atomic_ullong worst_ns;
 
 static void map_dir(const char *dir)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	if (!d) {
-		perror(dir);
-		exit(1);
-	}
-	while ((e = readdir(d)) && nfiles < MAX_FILES) {
-		char path[4096];
-		struct stat st;
-		size_t len = strlen(e->d_name);
-		if (len < 4 || strcmp(e->d_name + len - 4, ".npy"))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || fstat(fd, &st) < 0) {
-			perror(path);
-			exit(1);
-		}
-		void *p = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
-		close(fd);
+	static char *paths[MAX_FILES];
+	nfiles = (int)npy_files(dir, paths, sizes, MAX_FILES);
+	for (int i = 0; i < nfiles; i++) {
+		int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+		void *p = fd < 0 ? MAP_FAILED
+				 : mmap(NULL, sizes[i], PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+		if (fd >= 0)
+			close(fd);
 		if (p == MAP_FAILED) {
-			perror(path);
+			perror(paths[i]);
 			exit(1);
 		}
-		maps[nfiles] = p;
-		sizes[nfiles++] = st.st_size;
-		total += st.st_size;
+		maps[i] = p;
+		total += sizes[i];
+		free(paths[i]);
 	}
-	closedir(d);
 }
 
 static void *copier(void *arg)

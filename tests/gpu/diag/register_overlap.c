@@ -62,29 +62,10 @@ static int chunks_a_sync = CHUNKS_A_SYNC; /* copies a copier queues before it sy
 
 static void load_dir(const char *dir)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	set.n = 0;
+	set.n = npy_files(dir, set.paths, set.sizes, MAX_FILES);
 	set.total = 0;
-	if (!d) {
-		perror(dir);
-		exit(1);
-	}
-	while ((e = readdir(d)) && set.n < MAX_FILES) {
-		struct stat st;
-		char *p;
-		size_t len = strlen(e->d_name);
-		if (len < 4 || strcmp(e->d_name + len - 4, ".npy"))
-			continue;
-		if (asprintf(&p, "%s/%s", dir, e->d_name) < 0 || stat(p, &st) < 0) {
-			perror(dir);
-			exit(1);
-		}
-		set.paths[set.n] = p;
-		set.sizes[set.n++] = (size_t)st.st_size;
-		set.total += (size_t)st.st_size;
-	}
-	closedir(d);
+	for (int i = 0; i < set.n; i++)
+		set.total += set.sizes[i];
 }
 
 /* Maps file i at addr (NULL: anywhere); returns the mapping. */
