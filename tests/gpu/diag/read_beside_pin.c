@@ -55,15 +55,15 @@ static void list_files(const char *dir)
 	}
 }
 
-/* Reader k: the even files k, k + 2 * nreaders, ..., whole, over and over. */
+/* Reader k: the even files 2k, 2(k + nreaders), ..., whole, over and over. */
 static void *reader(void *arg)
 {
-	unsigned k = (unsigned)(uintptr_t)arg;
+	unsigned k = (unsigned)(uintptr_t)arg, neven = (nfiles + 1) / 2;
 	struct tally *t = calloc(1, sizeof(*t));
 	char *buf = malloc(PIECE);
 	memset(buf, 0, PIECE);
-	for (unsigned i = 2 * k % nfiles; !atomic_load(&stop); i = (i + 2 * nreaders) % nfiles) {
-		i &= ~1u;
+	for (unsigned j = k; !atomic_load(&stop); j += nreaders) {
+		unsigned i = 2 * (j % neven);
 		int fd = open(paths[i], O_RDONLY);
 		if (fd < 0)
 			continue;
@@ -113,12 +113,12 @@ static void *other(void *arg)
 	volatile uint64_t spin = 0;
 	if (have_cuda)
 		check(cu.set_current(ctx), "cuCtxSetCurrent");
-	for (unsigned i = 1; !atomic_load(&stop); i = (i + 2) % nfiles | 1) {
+	for (unsigned j = 0; !atomic_load(&stop); j++) {
 		if (!strcmp(mode, "burn")) {
 			for (int k = 0; k < 1000000; k++)
 				spin++;
-		} else if (i < nfiles) {
-			work_on(mode, i, t);
+		} else {
+			work_on(mode, 2 * (j % (nfiles / 2)) + 1, t);
 		}
 	}
 	return t;
