@@ -4,7 +4,10 @@
 # at the defaults, with FERRY_PIN_BUDGET=1M (the registrar's context and the
 # cache's lookups, nothing registered) and on the copy path, ROUNDS times
 # each; for each run, the epoch's line, the samples by thread, and the top
-# symbols (self time) of all threads and of each in $OUT/<variant>-<round>.txt.
+# symbols (self time) of all threads and of each in $OUT/<variant>-<round>.txt;
+# then the same run again under `perf lock record`: the kernel locks its
+# threads waited for (the mmap_lock is a rwsem: a pinning that holds it for
+# reading stalls a pool's mmap, and every page fault queued behind that).
 # PERF: how to run perf (carried with its libraries: tests/gpu/README).
 # Usage: OUT=dir PERF="..." [FERRY=build/ferry] [DATA=dir] [FILES=64]
 #        [ROUNDS=2] sh tests/gpu/diag/perf_first_epoch.sh
@@ -31,6 +34,13 @@ for round in $(seq "${ROUNDS:-2}"); do
 		  $PERF report -i "$d" --stdio --no-children --sort dso,sym 2>/dev/null | grep -v '^#' | grep . | head -40
 		  echo "== top symbols by thread, self"
 		  $PERF report -i "$d" --stdio --no-children --sort pid,sym 2>/dev/null | grep -v '^#' | grep . | head -60
+		} >>"$t"
+		$PERF lock record -q -o "$d" -- env "$@" "$FERRY" read --root "$DATA" \
+			--batch 4 --epochs 1 >>"$t" 2>&1
+		{ echo "== lock contention by caller"
+		  $PERF lock contention -i "$d" -E 15 2>&1
+		  echo "== lock contention by thread"
+		  $PERF lock contention -i "$d" -E 20 -t 2>&1
 		} >>"$t"
 		rm -f "$d"
 	done
