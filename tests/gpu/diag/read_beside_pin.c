@@ -24,14 +24,12 @@
  * Usage: read_beside_pin DIR [READERS] [SECONDS]   (DIR's .npy files warm first)
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cuda_probe.h"
