@@ -2,10 +2,12 @@
 # Runs every test program once, each with a timeout, and ends with one line:
 # "N passed, N failed, N skipped". Exit codes: 0 pass, 77 skip, anything else fail.
 # Variables: BUILD (build dir), TEST_TIMEOUT (seconds, default 300), TESTS (a
-# space-separated list of names to run instead of all).
+# space-separated list of names to run instead of all), TEST_JOBS (how many
+# tests run at once; default one a CPU, at most 4).
 # `sh tests/run.sh --names` prints every test's name and runs none.
 BUILD=${BUILD:-build}
 TEST_TIMEOUT=${TEST_TIMEOUT:-300}
+export BUILD TEST_TIMEOUT
 LOGS=$BUILD/test-logs
 mkdir -p "$LOGS"
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -40,6 +42,12 @@ test_file() {
 	echo "$BUILD/tests/$1"
 }
 
+# test_name FILE: the test's name, its file's without folder and suffix.
+test_name() {
+	n=$(basename "$1")
+	echo "${n%.*}"
+}
+
 list_tests() {
 	for t in ${TESTS:-$(all_names)}; do
 		test_file "$t"
@@ -65,22 +73,48 @@ run_one() {
 	esac
 }
 
-[ "${1:-}" = --names ] && { all_names; exit 0; }
-
-for t in $(list_tests); do
-	name=$(basename "$t"); name=${name%.py}; name=${name%.sh}
+# run_and_report FILE: runs one test, prints its verdict line (a failure's
+# log tail under it) in one write, so that lines of tests run at once do not
+# mix, and leaves its exit status in $LOGS/NAME.rc for the count.
+run_and_report() {
+	name=$(test_name "$1")
 	log="$LOGS/$name.log"
 	start=$(date +%s)
-	run_one "$t" >"$log" 2>&1
+	run_one "$1" >"$log" 2>&1
 	rc=$?
 	secs=$(( $(date +%s) - start ))
 	case $rc in
-	0) passed=$((passed + 1)); echo "PASS $name (${secs}s)" ;;
-	77) skipped=$((skipped + 1)); skipped_names="$skipped_names $name"
-	    echo "SKIP $name: $(grep -m1 '^skip:' "$log" | sed 's/^skip: //')" ;;
-	*) failed=$((failed + 1)); failed_names="$failed_names $name"
-	   [ $rc -eq 124 ] && echo "FAIL $name: timed out after ${TEST_TIMEOUT}s" || echo "FAIL $name (exit $rc)"
-	   tail -n 20 "$log" | sed 's/^/    /' ;;
+	0) verdict="PASS $name (${secs}s)" ;;
+	77) verdict="SKIP $name: $(grep -m1 '^skip:' "$log" | sed 's/^skip: //')" ;;
+	124) verdict="FAIL $name: timed out after ${TEST_TIMEOUT}s
+$(tail -n 20 "$log" | sed 's/^/    /')" ;;
+	*) verdict="FAIL $name (exit $rc)
+$(tail -n 20 "$log" | sed 's/^/    /')" ;;
+	esac
+	printf '%s\n' "$verdict"
+	echo "$rc" >"$LOGS/$name.rc"
+}
+
+case "${1:-}" in
+--names) all_names; exit 0 ;;
+--one) run_and_report "$2"; exit 0 ;;
+esac
+
+# TEST_JOBS tests at once: each test is a process of its own with a temporary
+# folder of its own, so none sees another's files.
+JOBS=${TEST_JOBS:-$(n=$(nproc 2>/dev/null || echo 1); [ "$n" -gt 4 ] && n=4; echo "$n")}
+tests=$(list_tests)
+for t in $tests; do
+	rm -f "$LOGS/$(test_name "$t").rc"
+done
+printf '%s\n' $tests | xargs -P "$JOBS" -n 1 sh "$0" --one
+for t in $tests; do
+	name=$(test_name "$t")
+	rc=$(cat "$LOGS/$name.rc" 2>/dev/null || echo lost)
+	case $rc in
+	0) passed=$((passed + 1)) ;;
+	77) skipped=$((skipped + 1)); skipped_names="$skipped_names $name" ;;
+	*) failed=$((failed + 1)); failed_names="$failed_names $name" ;;
 	esac
 done
 [ -n "$skipped_names" ] && echo "skipped:$skipped_names"

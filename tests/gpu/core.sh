@@ -7,7 +7,8 @@
 cd "$(dirname "$0")/../.." || exit 1
 O=${OUT:-gpu-out}
 mkdir -p "$O"
-export FERRY_DEVICE=cuda PYTHON="$(command -v python3)" FERRY_BUILD=build TEST_TIMEOUT=150
+# One test at a time in each tests/run.sh, as on every GPU run so far.
+export FERRY_DEVICE=cuda PYTHON="$(command -v python3)" FERRY_BUILD=build TEST_TIMEOUT=150 TEST_JOBS=${TEST_JOBS:-1}
 S=$(date +%s)
 { date -u; nvidia-smi -L; build/ferry env; } > "$O/core.log" 2>&1
 TESTS="test_reader_stacked test_reader_packing test_reader_rows test_reader_big_batch test_reader_data

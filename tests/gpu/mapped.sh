@@ -9,7 +9,8 @@
 cd "$(dirname "$0")/../.." || exit 1
 O=${OUT:-gpu-out}
 mkdir -p "$O"
-export FERRY_DEVICE=cuda PYTHON="$(command -v python3)" FERRY_BUILD=build TEST_TIMEOUT=150
+# One test at a time in each tests/run.sh, as on every GPU run so far.
+export FERRY_DEVICE=cuda PYTHON="$(command -v python3)" FERRY_BUILD=build TEST_TIMEOUT=150 TEST_JOBS=${TEST_JOBS:-1}
 { date -u; nvidia-smi -L; build/ferry env; } > "$O/mapped.log" 2>&1
 TESTS="test_mapped_beside test_mapped_cache test_mapped_release test_fault_mapped test_change_mapped
  test_change_reader_mapped test_reader_mapped test_direct_auto test_reader_stats_size" \

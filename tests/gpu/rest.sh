@@ -9,7 +9,8 @@
 cd "$(dirname "$0")/../.." || exit 1
 O=${OUT:-gpu-out}
 mkdir -p "$O"
-export FERRY_DEVICE=cuda PYTHON="$(command -v python3)" FERRY_BUILD=build TEST_TIMEOUT=200
+# One test at a time in each tests/run.sh, as on every GPU run so far.
+export FERRY_DEVICE=cuda PYTHON="$(command -v python3)" FERRY_BUILD=build TEST_TIMEOUT=200 TEST_JOBS=${TEST_JOBS:-1}
 S=$(date +%s)
 done_already=" test_reader_stacked test_reader_packing test_reader_rows test_reader_big_batch
  test_reader_data test_reader_roi test_reader_threads test_reader_epochs test_reader_resume

@@ -5,7 +5,7 @@
 # liburing is installed, so the uring backend is in it). Usage: sh tests/gpu/run.sh
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
-export FERRY_DEVICE=cuda
+export FERRY_DEVICE=cuda TEST_JOBS=${TEST_JOBS:-1}  # one test at a time, as on every GPU run so far
 export PYTHON="$(command -v python3)"  # the one with numpy, torch and cupy there
 {
 	date -u; nvidia-smi -L; uname -r

@@ -9,7 +9,8 @@
 cd "$(dirname "$0")/../.." || exit 1
 O=${OUT:-gpu-out}
 mkdir -p "$O"
-export FERRY_DEVICE=cuda PYTHON="$(command -v python3)" FERRY_BUILD=build TEST_TIMEOUT=420
+# One test at a time in each tests/run.sh, as on every GPU run so far.
+export FERRY_DEVICE=cuda PYTHON="$(command -v python3)" FERRY_BUILD=build TEST_TIMEOUT=420 TEST_JOBS=${TEST_JOBS:-1}
 S=$(date +%s)
 sh tests/gpu/fake_udev.sh "${TMPDIR:-/var/tmp}" >/dev/null 2>&1
 { date -u; nvidia-smi -L; uname -r; git log -1 --format='commit %H %s' 2>/dev/null

@@ -7,7 +7,8 @@
 cd "$(dirname "$0")/../.." || exit 1
 O=${OUT:-gpu-out}
 S=$(date +%s)
-export FERRY_DEVICE=cuda PYTHON="$(command -v python3)" FERRY_BUILD=$PWD/build
+# One test at a time in each tests/run.sh, as on every GPU run so far.
+export FERRY_DEVICE=cuda PYTHON="$(command -v python3)" FERRY_BUILD=$PWD/build TEST_JOBS=${TEST_JOBS:-1}
 mkdir -p "$O"
 # cuFile needs a udev database the machine lacks (see fake_udev.sh).
 sh tests/gpu/fake_udev.sh "${TMPDIR:-/var/tmp}" >/dev/null 2>&1
