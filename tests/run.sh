@@ -74,8 +74,8 @@ run_one() {
 }
 
 # run_and_report FILE: runs one test, prints its verdict line (a failure's
-# log tail under it) in one write, so that lines of tests run at once do not
-# mix, and leaves its exit status in $LOGS/NAME.rc for the count.
+# log tail under it) with one printf, so that the lines of tests run at once
+# do not mix, and leaves its exit status in $LOGS/NAME.rc for the count.
 run_and_report() {
 	name=$(test_name "$1")
 	log="$LOGS/$name.log"
