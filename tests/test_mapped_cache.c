@@ -6,7 +6,8 @@
  * against a CPU read. Under a small FERRY_PIN_BUDGET the least recently used
  * idle mapping is evicted; a budget of 0 never maps; a paced registrar
  * (FERRY_PIN_PACE) waits between registrations but drops no offer, and
- * cuts the wait short once no copy was launched for FERRY__QUIET_NS; 10,000
+ * cuts the wait short once no copy was launched for FERRY__QUIET_NS; a file
+ * offered again before its registration goes first, without the wait; 10,000
  * loads of a rotating set keep the mappings (entries, and lines of
  * /proc/self/maps) within the budget.
  */
@@ -137,6 +138,65 @@ static void check_paced(void)
 	T_OK(ferry_ctx_destroy(ctx));
 }
 
+/* The paths of the trace's pinned rows (each a registration's first file),
+ * in order, into got (n at most); returns how many. */
+static unsigned pinned_rows(const char *trace, const char **got, unsigned n)
+{
+	char line[4096];
+	unsigned k = 0;
+	FILE *f = fopen(trace, "r");
+	T_ASSERT(f);
+	while (fgets(line, sizeof(line), f))
+		for (unsigned i = 0; strstr(line, ",pinned,") && i < TM_NFILES; i++)
+			if (strstr(line, tm_paths[i]) && k < n) {
+				got[k++] = tm_paths[i];
+				break;
+			}
+	fclose(f);
+	return k;
+}
+
+/* A file offered again before its registration jumps the queue and goes
+ * without the pause (offers 0, 1, 2 wait; 2 and then 1 are loaded again:
+ * 2 and 1 register together first, then 0 on its own, paced); a file
+ * registered, evicted and offered again waits its turn like a first offer. */
+static void check_offered_again(void)
+{
+	char *trace = strdup(tr_path(tm_dir, "again.csv"));
+	setenv("FERRY_TRACE", trace, 1);
+	setenv("FERRY_PIN_PACE", "1", 1);
+	ferry_ctx *ctx = tm_ctx("64M");
+	unsetenv("FERRY_TRACE");
+	ferry__mapped_hold(ctx->ld.mapped, 1);
+	for (unsigned i = 0; i < 3; i++)
+		tm_load(ctx, i, "offered once");
+	tm_load(ctx, 2, "offered again");
+	tm_load(ctx, 1, "offered again");
+	ferry__mapped_hold(ctx->ld.mapped, 0);
+	ferry__mapped_drain(ctx->ld.mapped);
+	struct ferry__mapped_stats st = tm_stats(ctx);
+	T_EQ(st.entries, 3u);
+	T_EQ(st.registrations, 2u);
+	T_EQ(st.hurried, 1u);
+	T_OK(ferry_ctx_destroy(ctx));
+	const char *order[4];
+	T_EQ(pinned_rows(trace, order, 4), 2u);
+	T_ASSERT(order[0] == tm_paths[2] && order[1] == tm_paths[0]);
+	free(trace);
+
+	char budget[32];
+	snprintf(budget, sizeof(budget), "%llu", (unsigned long long)tm_slot);
+	ctx = tm_ctx(budget);
+	unsetenv("FERRY_PIN_PACE");
+	tm_load_and_drain(ctx, 0);
+	tm_load_and_drain(ctx, 1); /* registered in place of 0 */
+	tm_load_and_drain(ctx, 0); /* offered again, but registered before: a first offer */
+	st = tm_stats(ctx);
+	T_EQ(st.registrations, 3u);
+	T_EQ(st.hurried, 0u);
+	T_OK(ferry_ctx_destroy(ctx));
+}
+
 static void check_budget_zero(void)
 {
 	ferry_ctx *ctx = tm_ctx("0");
@@ -200,9 +260,10 @@ int main(void)
 	check_pause_formula();
 	check_quiet_rule();
 	check_paced();
+	check_offered_again();
 	check_rotation_bounded();
 	tm_teardown();
 	printf("ok: warm files mapped after one load, LRU under a small budget, none with 0, "
-	       "paced, bounded over 10000 loads\n");
+	       "paced, offered again first, bounded over 10000 loads\n");
 	return T_EXIT_PASS;
 }

@@ -115,8 +115,10 @@ struct ferry__mapping; /* one registered mapping of one version of a file */
  * (ferry__lanes_hold_launches): after each registration the registrar waits
  * ferry__mapped_pause_ns; once no batch was launched for FERRY__QUIET_NS it
  * registers without waiting (a training step's compute leaves the loader
- * idle). The caller checked that dev can (map_ready). Returns 0 or a negative
- * code. Its registrations go into trace (may be NULL) as they happen.
+ * idle), and a file offered again before it was registered goes first and
+ * without the pause. The caller checked that dev can (map_ready). Returns 0
+ * or a negative code. Its registrations go into trace (may be NULL) as they
+ * happen.
  */
 int ferry__mapped_create(struct ferry__device *dev, const struct ferry__lanes *lanes,
 			 struct ferry__trace *trace, uint64_t budget, uint64_t reserve,
@@ -184,6 +186,7 @@ struct ferry__mapped_stats {
 	uint64_t gone;             /* entries whose file left its path */
 	uint64_t pressed;          /* registrations not made for want of memory */
 	uint64_t unpaced;          /* registrations made early: no copy was being launched */
+	uint64_t hurried;          /* registrations made at once: their files offered again */
 	char last_refusal[256];    /* the newest of those, and why ("" if none) */
 };
 void ferry__mapped_stats(struct ferry__mapped *m, struct ferry__mapped_stats *out);

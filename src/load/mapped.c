@@ -33,7 +33,11 @@
  * time; docs/zero-copy-measurements.md has the measured trade-off). There is
  * nothing to hold up while no copy is launched (the training step's compute,
  * between batches): once the lanes launched nothing for FERRY__QUIET_NS, the
- * wait is cut short.
+ * wait is cut short. The pace is for a file's first offer: one offered again
+ * before it was registered (passed over while the registrar waited or its
+ * queue was full: the dataset came round again) goes first and at once, so
+ * that the first epoch pays for part of the registrations and the second
+ * finishes them, rather than leaving them to later epochs.
  *
  * Pinned pages cannot be reclaimed, so the registrar also gives registrations
  * back: when the machine runs short of memory (the reserve), when their file
@@ -64,6 +68,10 @@
 /* How often an idle registrar checks for memory pressure (one read of
  * /proc/meminfo), and for files gone from their path (a stat an entry). */
 #define PRESSURE_PERIOD_NS 1000000000ll
+/* Files offered and not registered, remembered by a hash of their identity
+ * in a table this long (a collision forgets one or takes one for another:
+ * a registration made with the pause or without it, never a wrong mapping). */
+#define PASSED_SLOTS 16384u
 #define GONE_PERIOD_NS 10000000000ll
 
 struct lane_use {
@@ -96,6 +104,7 @@ struct ferry__mapping {
 
 struct offer {
 	struct ferry__file *f; /* a dup of the loaded file's descriptor */
+	int again;             /* offered before and passed over: no pause for it */
 	struct offer *next;
 };
 
@@ -114,7 +123,7 @@ struct ferry__mapped {
 	struct ferry__mapping *head, *tail;
 	unsigned count;
 	struct ferry__mapping *buckets[BUCKETS];
-	struct offer *offers, *offers_tail;
+	struct offer *offers;        /* those offered again first, then in order */
 	unsigned noffers;
 	struct ferry__file_id taking[GROUP_FILES]; /* offers being registered now */
 	unsigned ntaking;
@@ -125,7 +134,9 @@ struct ferry__mapped {
 	uint64_t next_pressure_ns, next_gone_ns;
 	unsigned refused_in_row;
 	int given_up;                /* MAX_REFUSALS in a row: no more offers */
+	uint64_t *passed;            /* PASSED_SLOTS hashes of files offered, not registered */
 	uint64_t registered_ever, registrations, refused, hits, released, gone, pressed, unpaced;
+	uint64_t hurried;            /* registrations of files offered again, made at once */
 	char last_refusal[256];      /* the newest registration that failed, and why */
 };
 
@@ -139,6 +150,38 @@ static struct ferry__mapping **bucket(struct ferry__mapped *m, const struct ferr
 {
 	uint64_t h = (id->ino * 0x9e3779b97f4a7c15ull) ^ id->dev;
 	return &m->buckets[(h >> 32) % BUCKETS];
+}
+
+/* id's slot in the table of files passed over; *h gets the hash kept there
+ * (never 0, an empty slot). */
+static uint64_t *passed_slot(struct ferry__mapped *m, const struct ferry__file_id *id,
+			     uint64_t *h)
+{
+	uint64_t x = id->ino * 0x9e3779b97f4a7c15ull ^ id->dev * 0xc2b2ae3d27d4eb4full ^
+		     (id->size + (uint64_t)id->mtime_ns) * 0x165667b19e3779f9ull;
+	x ^= x >> 31;
+	*h = x | 1;
+	return &m->passed[(x >> 40) % PASSED_SLOTS];
+}
+
+/* Whether the file was offered before and not registered since; remembers
+ * this offer. Lock held. */
+static int passed_over(struct ferry__mapped *m, const struct ferry__file_id *id)
+{
+	uint64_t h, *slot = passed_slot(m, id, &h);
+	int again = *slot == h;
+	*slot = h;
+	return again;
+}
+
+/* Forgets a file registered: offered again after an eviction, it waits its
+ * turn like any first offer (a cache churning through a set larger than its
+ * budget stays paced). Lock held. */
+static void forget_passed(struct ferry__mapped *m, const struct ferry__file_id *id)
+{
+	uint64_t h, *slot = passed_slot(m, id, &h);
+	if (*slot == h)
+		*slot = 0;
 }
 
 static void hash_insert(struct ferry__mapped *m, struct ferry__mapping *e)
@@ -440,6 +483,7 @@ static void insert_entries(struct ferry__mapped *m, struct ferry__mapping **es, 
 	for (unsigned i = 0; i < n; i++) {
 		push_front(m, es[i]);
 		hash_insert(m, es[i]);
+		forget_passed(m, &es[i]->id);
 	}
 	p->files = n;
 	m->registered_ever += n;
@@ -469,8 +513,10 @@ static int pressed(struct ferry__mapped *m, uint64_t len)
 }
 
 /* The registrar's work for up to GROUP_FILES offers: one pin for those worth
- * mapping, as many as the budget takes. Lock held on entry and return. */
-static void register_offers(struct ferry__mapped *m, struct ferry__file **fs, unsigned n)
+ * mapping, as many as the budget takes; offers made again (again) are not
+ * followed by a pause. Lock held on entry and return. */
+static void register_offers(struct ferry__mapped *m, struct ferry__file **fs, unsigned n,
+			    int again)
 {
 	pthread_mutex_unlock(&m->lock);
 	n = keep_worth_mapping(fs, n);
@@ -490,7 +536,8 @@ static void register_offers(struct ferry__mapped *m, struct ferry__file **fs, un
 		for (unsigned i = 0; i < k; i++)
 			free_entry(m, es[i], 0);
 	pthread_mutex_lock(&m->lock);
-	m->resume_ns = ferry__now_ns() + ferry__mapped_pause_ns(took, m->pace);
+	if (!again)
+		m->resume_ns = ferry__now_ns() + ferry__mapped_pause_ns(took, m->pace);
 	if (rc < 0)
 		note_refusal(m);
 	ferry__clear_error();
@@ -499,6 +546,7 @@ static void register_offers(struct ferry__mapped *m, struct ferry__file **fs, un
 		return;
 	}
 	m->refused_in_row = 0;
+	m->hurried += again;
 	insert_entries(m, es, k, p);
 }
 
@@ -609,15 +657,16 @@ static int quiet(struct ferry__mapped *m, uint64_t now)
 	return ferry__quiet_look(&m->quiet, launched, now); /* m->quiet: the registrar's own */
 }
 
-/* Takes the oldest offer and, when its file is below FERRY__MAPPED_GROUP, the
- * small ones queued right after it, until the group holds FERRY__MAPPED_GROUP
- * bytes or GROUP_FILES files; registers them and closes their descriptors.
- * Lock held. */
+/* Takes the first offer and, when its file is below FERRY__MAPPED_GROUP, the
+ * small ones queued right after it (offered again like it, or not), until the
+ * group holds FERRY__MAPPED_GROUP bytes or GROUP_FILES files; registers them
+ * and closes their descriptors. Lock held. */
 static void take_offers(struct ferry__mapped *m)
 {
 	struct ferry__file *fs[GROUP_FILES];
 	unsigned n = 0;
 	uint64_t bytes = 0;
+	int again = m->offers->again;
 	do {
 		struct offer *o = m->offers;
 		m->offers = o->next;
@@ -627,9 +676,9 @@ static void take_offers(struct ferry__mapped *m)
 		fs[n++] = o->f;
 		free(o);
 	} while (n < GROUP_FILES && bytes < FERRY__MAPPED_GROUP && m->offers &&
-		 m->offers->f->size < FERRY__MAPPED_GROUP);
+		 m->offers->f->size < FERRY__MAPPED_GROUP && m->offers->again == again);
 	m->ntaking = n;
-	register_offers(m, fs, n);
+	register_offers(m, fs, n, again);
 	m->ntaking = 0;
 	for (unsigned i = 0; i < n; i++)
 		ferry__io_file_close(fs[i]);
@@ -642,8 +691,8 @@ static void *registrar(void *arg)
 	while (!m->stopping) {
 		uint64_t now = ferry__now_ns();
 		if (m->offers && !m->held &&
-		    (now >= m->resume_ns || (quiet(m, now) && !m->stopping))) {
-			m->unpaced += now < m->resume_ns;
+		    (m->offers->again || now >= m->resume_ns || (quiet(m, now) && !m->stopping))) {
+			m->unpaced += !m->offers->again && now < m->resume_ns;
 			take_offers(m);
 			continue;
 		}
@@ -681,6 +730,11 @@ int ferry__mapped_create(struct ferry__device *dev, const struct ferry__lanes *l
 	m->budget = budget;
 	m->reserve = reserve;
 	m->pace = pace;
+	m->passed = calloc(PASSED_SLOTS, sizeof(*m->passed));
+	if (!m->passed) {
+		free(m);
+		return ferry__fail(-ENOMEM, "zero copy: out of memory");
+	}
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_condattr_t monotonic; /* wait_for_work's deadlines are ferry__now_ns */
 	pthread_condattr_init(&monotonic);
@@ -728,6 +782,7 @@ void ferry__mapped_destroy(struct ferry__mapped *m)
 	pthread_cond_destroy(&m->idle);
 	pthread_cond_destroy(&m->work);
 	pthread_mutex_destroy(&m->lock);
+	free(m->passed);
 	free(m);
 }
 
@@ -809,16 +864,33 @@ static int wanted(struct ferry__mapped *m, const struct ferry__file *f)
 	       !(e && same_id(&e->id, &f->id)) && m->noffers < MAX_OFFERS && !offered(m, &f->id);
 }
 
+/* Queues o: last, or, offered again, after the other offers made again
+ * (ahead of every first offer). Lock held. */
 static void enqueue_offer(struct ferry__mapped *m, struct offer *o)
 {
-	o->next = NULL;
-	if (m->offers)
-		m->offers_tail->next = o;
-	else
-		m->offers = o;
-	m->offers_tail = o;
+	struct offer **at = &m->offers;
+	while (*at && (!o->again || (*at)->again))
+		at = &(*at)->next;
+	o->next = *at;
+	*at = o;
 	m->noffers++;
 	pthread_cond_signal(&m->work);
+}
+
+/* A file offered again while its first offer still waits: that offer moves
+ * up and goes without the pause. Lock held. */
+static void hurry_offer(struct ferry__mapped *m, const struct ferry__file_id *id)
+{
+	struct offer **at = &m->offers;
+	while (*at && !same_id(&(*at)->f->id, id))
+		at = &(*at)->next;
+	struct offer *o = *at;
+	if (!o || o->again)
+		return;
+	*at = o->next;
+	m->noffers--;
+	o->again = 1;
+	enqueue_offer(m, o);
 }
 
 void ferry__mapped_offer(struct ferry__mapped *m, const struct ferry__file *f)
@@ -826,7 +898,10 @@ void ferry__mapped_offer(struct ferry__mapped *m, const struct ferry__file *f)
 	if (!m || f->size < FERRY__MAPPED_MIN || f->direct)
 		return;
 	pthread_mutex_lock(&m->lock);
+	int again = passed_over(m, &f->id);
 	int want = wanted(m, f);
+	if (!want && again)
+		hurry_offer(m, &f->id);
 	pthread_mutex_unlock(&m->lock);
 	struct offer *o = want ? malloc(sizeof(*o)) : NULL;
 	if (o && ferry__io_file_dup(f, &o->f) < 0) {
@@ -836,6 +911,7 @@ void ferry__mapped_offer(struct ferry__mapped *m, const struct ferry__file *f)
 	ferry__clear_error(); /* an offer refused is not the load's error */
 	if (!o)
 		return;
+	o->again = again;
 	pthread_mutex_lock(&m->lock);
 	int queued = wanted(m, f); /* another thread may have offered it meanwhile */
 	if (queued)
@@ -893,6 +969,7 @@ void ferry__mapped_stats(struct ferry__mapped *m, struct ferry__mapped_stats *ou
 	out->gone = m->gone;
 	out->pressed = m->pressed;
 	out->unpaced = m->unpaced;
+	out->hurried = m->hurried;
 	snprintf(out->last_refusal, sizeof(out->last_refusal), "%s", m->last_refusal);
 	pthread_mutex_unlock(&m->lock);
 }
