@@ -4,9 +4,11 @@
 # any, brings the default's first epoch up to the copy path's). Each run is a
 # fresh `ferry read --epochs EPOCHS --json`; at the end, per variant, the
 # mean and every value of epoch 1 and of epochs 2-EPOCHS (GB/s), their CPU
-# s/GB and the first epoch's ratio to the first variant's with its standard
-# error (a first epoch over 4 GiB moves by 10-20% from run to run on an H100:
-# 8 rounds or more, and a larger file set, FILES=256, halves the spread).
+# s/GB (then epoch 2 and epochs 3-EPOCHS apart: what registering leaves to
+# the second epoch) and the first epoch's ratio to the first variant's with
+# its standard error (a first epoch over 4 GiB moves by 10-20% from run to
+# run on an H100: 8 rounds or more, and a larger file set, FILES=256, halves
+# the spread).
 # Usage: OUT=dir [FERRY=build/ferry] [DATA=dir] [SIZE=64M] [FILES=64]
 #        [ROUNDS=8] [EPOCHS=8] sh tests/gpu/diag/ab_env_epochs.sh \
 #        "copy_path FERRY_PIN_BUDGET=0" "default" "t15 FERRY_THREADS=15" ...
@@ -61,4 +63,10 @@ for label in order:
              sum(g for g, _ in rest) / len(rest), sum(c for _, c in rest) / len(rest),
              "/".join(str(d["files_mapped"]) for d in runs[label][:3])))
     print("%-12s e1 values %s" % ("", " ".join("%.1f" % g for g, _ in e1)))
+    e2 = [rate(d["per_epoch"][1:2]) for d in runs[label]]
+    e3 = [rate(d["per_epoch"][2:]) for d in runs[label]]
+    if e3 and all(len(d["per_epoch"]) > 2 for d in runs[label]):
+        print("%-12s e2 %5.1f GB/s %.3f CPU s/GB  e3- %5.1f GB/s %.3f CPU s/GB"
+              % ("", sum(g for g, _ in e2) / len(e2), sum(c for _, c in e2) / len(e2),
+                 sum(g for g, _ in e3) / len(e3), sum(c for _, c in e3) / len(e3)))
 PYEOF
