@@ -263,13 +263,13 @@ static void describe_mapped(ferry_ctx *ctx, char *buf, size_t len)
 			 (unsigned long long)st.refused, st.last_refusal);
 		return;
 	}
-	char pace[128];
+	char pace[192];
 	if (ctx->set.pin_pace >= 100)
 		snprintf(pace, sizeof(pace), "registering as they come");
 	else
-		snprintf(pace, sizeof(pace), "registering %u%% of the time at most while copies "
-			 "run (all of it once none was launched for %u us)", ctx->set.pin_pace,
-			 FERRY__QUIET_NS / 1000);
+		snprintf(pace, sizeof(pace), "registering files offered once %u%% of the time at "
+			 "most while copies run (all of it once none was launched for %u us), "
+			 "files offered again at once", ctx->set.pin_pace, FERRY__QUIET_NS / 1000);
 	snprintf(buf, len, "warm files of %llu MiB or more are copied straight from the page "
 		 "cache (those under %llu MiB registered side by side, %llu MiB a registration), "
 		 "kept registered up to a pin budget of %llu MiB while %llu MiB of memory "
@@ -284,7 +284,7 @@ static void describe_mapped(ferry_ctx *ctx, char *buf, size_t len)
 int ferry_ctx_describe(ferry_ctx *ctx, char *buf, size_t len)
 {
 	char device[256] = "", io[256] = "", convert[512] = "", direct[320] = "";
-	char mapped[1024] = "";
+	char mapped[1280] = "";
 	describe_mapped(ctx, mapped, sizeof(mapped));
 	const struct ferry__loader *ld = &ctx->ld;
 	ld->dev->ops->describe(ld->dev, device, sizeof(device));
