@@ -68,11 +68,11 @@
 /* How often an idle registrar checks for memory pressure (one read of
  * /proc/meminfo), and for files gone from their path (a stat an entry). */
 #define PRESSURE_PERIOD_NS 1000000000ll
+#define GONE_PERIOD_NS 10000000000ll
 /* Files offered and not registered, remembered by a hash of their identity
  * in a table this long (a collision forgets one or takes one for another:
  * a registration made with the pause or without it, never a wrong mapping). */
 #define PASSED_SLOTS 16384u
-#define GONE_PERIOD_NS 10000000000ll
 
 struct lane_use {
 	struct ferry__staging *stg; /* NULL: no copy out of the entry on this slot yet */
@@ -658,9 +658,9 @@ static int quiet(struct ferry__mapped *m, uint64_t now)
 }
 
 /* Takes the first offer and, when its file is below FERRY__MAPPED_GROUP, the
- * small ones queued right after it (offered again like it, or not), until the
- * group holds FERRY__MAPPED_GROUP bytes or GROUP_FILES files; registers them
- * and closes their descriptors. Lock held. */
+ * small ones queued right after it that share its turn (offered again, or
+ * not), until the group holds FERRY__MAPPED_GROUP bytes or GROUP_FILES files;
+ * registers them and closes their descriptors. Lock held. */
 static void take_offers(struct ferry__mapped *m)
 {
 	struct ferry__file *fs[GROUP_FILES];
