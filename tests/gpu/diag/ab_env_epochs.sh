@@ -63,9 +63,9 @@ for label in order:
              sum(g for g, _ in rest) / len(rest), sum(c for _, c in rest) / len(rest),
              "/".join(str(d["files_mapped"]) for d in runs[label][:3])))
     print("%-12s e1 values %s" % ("", " ".join("%.1f" % g for g, _ in e1)))
-    e2 = [rate(d["per_epoch"][1:2]) for d in runs[label]]
-    e3 = [rate(d["per_epoch"][2:]) for d in runs[label]]
-    if e3 and all(len(d["per_epoch"]) > 2 for d in runs[label]):
+    if all(len(d["per_epoch"]) > 2 for d in runs[label]):
+        e2 = [rate(d["per_epoch"][1:2]) for d in runs[label]]
+        e3 = [rate(d["per_epoch"][2:]) for d in runs[label]]
         print("%-12s e2 %5.1f GB/s %.3f CPU s/GB  e3- %5.1f GB/s %.3f CPU s/GB"
               % ("", sum(g for g, _ in e2) / len(e2), sum(c for _, c in e2) / len(e2),
                  sum(g for g, _ in e3) / len(e3), sum(c for _, c in e3) / len(e3)))
