@@ -65,10 +65,10 @@ static const struct ferry__setting_info table[] = {
 	{ "FERRY_PIN_PACE", "1 to 100 (percent)", "100",
 	  "zero copy: the share of the time the registrar may spend registering files offered "
 	  "for the first time while copies run, all of it once none was launched for 0.5 ms; "
-	  "a file offered again before it was registered goes at once (measured on an H100 "
-	  "reading 256 warm 64 MiB files flat out, before that rule: the first epoch at 0.93 "
-	  "of the copy path's rate at 100 and 0.97 at 75 and 50, the second at 0.09 CPU s/GB "
-	  "at 100 and 0.23-0.26 at 75 and 50)" },
+	  "a file offered again before it was registered goes at once (measured on two H100s "
+	  "reading 256 warm 64 MiB files flat out: the first epoch at 0.93 of the copy path's "
+	  "rate at 100 and 0.97 at 75 and 50 on one, 0.95 at all three on the other; the "
+	  "second at 0.09-0.13 CPU s/GB at 100 and 0.21-0.26 at 75 and 50)" },
 	{ "FERRY_TRACE", "a file path", "off",
 	  "write a CSV trace of the staging engines' events and the zero-copy registrar's "
 	  "registrations (columns and events in src/engine/engine.h)" },
