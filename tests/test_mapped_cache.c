@@ -6,7 +6,8 @@
  * against a CPU read. Under a small FERRY_PIN_BUDGET the least recently used
  * idle mapping is evicted; a budget of 0 never maps; a paced registrar
  * (FERRY_PIN_PACE) waits between registrations but drops no offer, and
- * cuts the wait short once no copy was launched for FERRY__QUIET_NS; a file
+ * cuts the wait short once no copy was launched for FERRY__QUIET_NS (at pace
+ * 0 it registers first offers only then); a file
  * offered again before its registration goes first, without the wait; 10,000
  * loads of a rotating set keep the mappings (entries, and lines of
  * /proc/self/maps) within the budget.
@@ -97,6 +98,7 @@ static void check_pause_formula(void)
 	T_EQ(ferry__mapped_pause_ns(1000, 10), 9000u);
 	T_EQ(ferry__mapped_pause_ns(1000, 1), 99000u);
 	T_EQ(ferry__mapped_pause_ns(0, 1), 0u);
+	T_EQ(ferry__mapped_pause_ns(1000, 0), UINT64_MAX); /* until the lanes are quiet */
 }
 
 /* The registrar registers without its pause once the lanes' launch count
@@ -138,6 +140,29 @@ static void check_paced(void)
 	T_OK(ferry_ctx_destroy(ctx));
 }
 
+/* At 0 the pause never ends: files offered once are registered only after
+ * the lanes launched nothing for FERRY__QUIET_NS (every registration
+ * unpaced), then each load of them is a hit. */
+static void check_quiet_only(void)
+{
+	setenv("FERRY_PIN_PACE", "0", 1);
+	ferry_ctx *ctx = tm_ctx("64M");
+	unsetenv("FERRY_PIN_PACE");
+	for (unsigned i = 0; i < 3; i++)
+		tm_load(ctx, i, "quiet only, first load");
+	ferry__mapped_drain(ctx->ld.mapped);
+	struct ferry__mapped_stats st = tm_stats(ctx);
+	T_EQ(st.entries, 3u);
+	T_ASSERT(st.registrations > 0);
+	T_EQ(st.unpaced, st.registrations);
+	for (unsigned i = 0; i < 3; i++) {
+		uint64_t h = tm_stats(ctx).hits;
+		tm_load(ctx, i, "quiet only, second load");
+		tm_expect_hit(ctx, h, 1, "quiet only, second load");
+	}
+	T_OK(ferry_ctx_destroy(ctx));
+}
+
 /* The paths of the trace's pinned rows (each a registration's first file),
  * in order, into got (n at most); returns how many. */
 static unsigned pinned_rows(const char *trace, const char **got, unsigned n)
@@ -159,12 +184,13 @@ static unsigned pinned_rows(const char *trace, const char **got, unsigned n)
 /* A file offered again before its registration jumps the queue and goes
  * without the pause (offers 0, 1, 2 wait; 2 and then 1 are loaded again:
  * 2 and 1 register together first, then 0 on its own, paced); a file
- * registered, evicted and offered again waits its turn like a first offer. */
-static void check_offered_again(void)
+ * registered, evicted and offered again waits its turn like a first offer.
+ * Alike at pace 1 and at 0 (first offers in quiet spells only). */
+static void check_offered_again(const char *pace)
 {
 	char *trace = strdup(tr_path(tm_dir, "again.csv"));
 	setenv("FERRY_TRACE", trace, 1);
-	setenv("FERRY_PIN_PACE", "1", 1);
+	setenv("FERRY_PIN_PACE", pace, 1);
 	ferry_ctx *ctx = tm_ctx("64M");
 	unsetenv("FERRY_TRACE");
 	ferry__mapped_hold(ctx->ld.mapped, 1);
@@ -260,10 +286,12 @@ int main(void)
 	check_pause_formula();
 	check_quiet_rule();
 	check_paced();
-	check_offered_again();
+	check_quiet_only();
+	check_offered_again("1");
+	check_offered_again("0");
 	check_rotation_bounded();
 	tm_teardown();
 	printf("ok: warm files mapped after one load, LRU under a small budget, none with 0, "
-	       "paced, offered again first, bounded over 10000 loads\n");
+	       "paced, quiet only, offered again first, bounded over 10000 loads\n");
 	return T_EXIT_PASS;
 }

@@ -98,7 +98,7 @@ static void test_every_variable_refuses(void)
 		{ "FERRY_CACHE_BUDGET", "lots" }, { "FERRY_CACHE_BUDGET", "8T" },
 		{ "FERRY_PIN_BUDGET", "-1" }, { "FERRY_PIN_BUDGET", "some" },
 		{ "FERRY_PIN_RESERVE", "-1" }, { "FERRY_PIN_RESERVE", "1T1" },
-		{ "FERRY_PIN_PACE", "0" }, { "FERRY_PIN_PACE", "101" }, { "FERRY_PIN_PACE", "5%" },
+		{ "FERRY_PIN_PACE", "-1" }, { "FERRY_PIN_PACE", "101" }, { "FERRY_PIN_PACE", "5%" },
 		{ "LOCAL_RANK", "-3" },
 	};
 	for (size_t i = 0; i < FERRY__ARRAY_LEN(bad); i++)
@@ -175,6 +175,10 @@ static void test_direct_modes(void)
 	setenv("FERRY_PIN_RESERVE", "3G", 1);
 	T_OK(ferry__settings_resolve(NULL, &s));
 	T_EQ(s.pin_reserve, 3ull << 30);
+	T_EQ(s.pin_pace, 100u);
+	setenv("FERRY_PIN_PACE", "0", 1); /* first offers in quiet spells only */
+	T_OK(ferry__settings_resolve(NULL, &s));
+	T_EQ(s.pin_pace, 0u);
 	clear_env();
 }
 

@@ -266,6 +266,9 @@ static void describe_mapped(ferry_ctx *ctx, char *buf, size_t len)
 	char pace[192];
 	if (ctx->set.pin_pace >= 100)
 		snprintf(pace, sizeof(pace), "registering as they come");
+	else if (!ctx->set.pin_pace)
+		snprintf(pace, sizeof(pace), "registering files offered once only after no copy was "
+			 "launched for %u us, files offered again at once", FERRY__QUIET_NS / 1000);
 	else
 		snprintf(pace, sizeof(pace), "registering files offered once %u%% of the time at "
 			 "most while copies run (all of it once none was launched for %u us), "

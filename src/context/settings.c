@@ -62,9 +62,10 @@ static const struct ferry__setting_info table[] = {
 	  "zero copy: memory to leave available; below it (MemAvailable less the bytes "
 	  "pinned) nothing more is registered and registrations are given back, least "
 	  "recently used first (checked about once a second)" },
-	{ "FERRY_PIN_PACE", "1 to 100 (percent)", "100",
+	{ "FERRY_PIN_PACE", "0 to 100 (percent)", "100",
 	  "zero copy: the share of the time the registrar may spend registering files offered "
-	  "for the first time while copies run, all of it once none was launched for 0.5 ms; "
+	  "for the first time while copies run, all of it once none was launched for 0.5 ms "
+	  "(at 0 it registers them only then); "
 	  "a file offered again before it was registered goes at once (measured on two H100s "
 	  "reading 256 warm 64 MiB files flat out: the first epoch at 0.93 of the copy path's "
 	  "rate at 100 and 0.97 at 75 and 50 on one, 0.95 at all three on the other; the "
@@ -189,6 +190,15 @@ static int resolve_count(unsigned option, const char *opt_name, const char *var,
 				   option, hi);
 	int rc = option ? 0 : env_uint(var, 1, hi, &v);
 	*out = option ? option : (unsigned)v;
+	return rc;
+}
+
+/* FERRY_PIN_PACE, the one count that may be 0 (first offers in quiet spells only). */
+static int resolve_pace(unsigned *out)
+{
+	unsigned long v = DEFAULT_PIN_PACE;
+	int rc = env_uint("FERRY_PIN_PACE", 0, 100, &v);
+	*out = (unsigned)v;
 	return rc;
 }
 
@@ -324,8 +334,7 @@ int ferry__settings_resolve(const struct ferry_ctx_options *opt, struct ferry__s
 	if (rc == 0)
 		rc = resolve_memory_share("FERRY_PIN_RESERVE", 8, &s.pin_reserve);
 	if (rc == 0)
-		rc = resolve_count(0, "pin_pace", "FERRY_PIN_PACE", 100, DEFAULT_PIN_PACE,
-				   &s.pin_pace);
+		rc = resolve_pace(&s.pin_pace);
 	if (rc == 0)
 		rc = resolve_staging(opt, &s);
 	if (rc == 0)

@@ -110,7 +110,7 @@ struct ferry__mapping; /* one registered mapping of one version of a file */
  * available (MemAvailable less what it pins), and gives registrations back,
  * least recently used first, when the machine falls below that (checked
  * about once a second). While copies are being launched on lanes (may be
- * NULL: always), registering spends at most pace percent (1 to 100) of the
+ * NULL: always), registering spends at most pace percent (0 to 100) of the
  * time, and the lanes' early launches are held while it registers
  * (ferry__lanes_hold_launches): after each registration the registrar waits
  * ferry__mapped_pause_ns; once no batch was launched for FERRY__QUIET_NS it
@@ -134,7 +134,8 @@ struct ferry__quiet {
  * looks spanning FERRY__QUIET_NS, else 0 (a moved count starts the time again). */
 int ferry__quiet_look(struct ferry__quiet *q, uint64_t launched, uint64_t now);
 /* How long the registrar waits after a registration that took took_ns, so
- * that registering spends pace percent of the time: 0 at 100. */
+ * that registering spends pace percent of the time: 0 at 100, UINT64_MAX
+ * (until the lanes are quiet) at 0. */
 uint64_t ferry__mapped_pause_ns(uint64_t took_ns, unsigned pace);
 /* Stops the registrar (offers not yet registered are dropped). Call it before
  * the lanes go away: the registrar asks them whether copies completed. */

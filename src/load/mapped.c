@@ -30,7 +30,8 @@
  * on reading into free buffers instead of waiting in the driver). Either way
  * it paces itself: after a registration that took t it waits
  * t * (100 - pace) / pace before the next (FERRY_PIN_PACE, a percent of the
- * time; docs/zero-copy-measurements.md has the measured trade-off). There is
+ * time; at 0 the pause never ends; docs/zero-copy-measurements.md has the
+ * measured trade-off). There is
  * nothing to hold up while no copy is launched (the training step's compute,
  * between batches): once the lanes launched nothing for FERRY__QUIET_NS, the
  * wait is cut short. The pace is for a file's first offer: one offered again
@@ -512,6 +513,14 @@ static int pressed(struct ferry__mapped *m, uint64_t len)
 	return 1;
 }
 
+/* The time the pause after a registration that took took_ns ends: never
+ * (UINT64_MAX) at pace 0. */
+static uint64_t pause_end(uint64_t took_ns, unsigned pace)
+{
+	uint64_t now = ferry__now_ns(), pause = ferry__mapped_pause_ns(took_ns, pace);
+	return pause > UINT64_MAX - now ? UINT64_MAX : now + pause;
+}
+
 /* The registrar's work for up to GROUP_FILES offers: one pin for those worth
  * mapping, as many as the budget takes; offers made again (again) are not
  * followed by a pause. Lock held on entry and return. */
@@ -537,7 +546,7 @@ static void register_offers(struct ferry__mapped *m, struct ferry__file **fs, un
 			free_entry(m, es[i], 0);
 	pthread_mutex_lock(&m->lock);
 	if (!again)
-		m->resume_ns = ferry__now_ns() + ferry__mapped_pause_ns(took, m->pace);
+		m->resume_ns = pause_end(took, m->pace);
 	if (rc < 0)
 		note_refusal(m);
 	ferry__clear_error();
@@ -614,7 +623,7 @@ uint64_t ferry__mapped_pause_ns(uint64_t took_ns, unsigned pace)
 {
 	if (pace >= 100)
 		return 0;
-	return took_ns / (pace ? pace : 1) * (100 - pace);
+	return pace ? took_ns / pace * (100 - pace) : UINT64_MAX;
 }
 
 /* Sleeps until an offer, a stop or the time ns (monotonic). Lock held. */
@@ -730,6 +739,7 @@ int ferry__mapped_create(struct ferry__device *dev, const struct ferry__lanes *l
 	m->budget = budget;
 	m->reserve = reserve;
 	m->pace = pace;
+	m->resume_ns = pace ? 0 : UINT64_MAX; /* at 0 even the first waits for quiet */
 	m->passed = calloc(PASSED_SLOTS, sizeof(*m->passed));
 	if (!m->passed) {
 		free(m);
