@@ -5,7 +5,9 @@ batch, as a training step would take) has its warm files registered sooner
 than one that reads flat out. For each setting, one reader (ferry.Reader,
 stacked batches) over the same warm files for --epochs epochs: per epoch,
 the share of files that took the zero-copy path, and the epoch's loader time
-(the time not spent in the simulated step). One line per epoch.
+(the time not spent in the simulated step). One line per epoch, and at the
+end, for each setting (named once or more in --settings), each epoch's mean
+and standard error over its runs.
 
 Usage: python3 bench/pin_idle.py --dir DIR [--batch 4] [--epochs 4]
          [--step-ms 20] [--settings "FERRY_PIN_PACE=50 FERRY_PIN_PACE=100"]
@@ -53,16 +55,53 @@ def main():
     if args.one:
         one_run(args)
         return 0
+    runs = {}  # setting -> one list of (zero-copy %, loader s) per run
     for setting in args.settings.split():
         name, value = setting.split("=", 1)
         print("== %s, batch %d, step %g ms" % (setting, args.batch, args.step_ms), flush=True)
         env = dict(os.environ, **{name: value})
-        rc = subprocess.call([sys.executable, __file__, "--one", "--dir", args.dir,
+        run = subprocess.run([sys.executable, __file__, "--one", "--dir", args.dir,
                               "--batch", str(args.batch), "--epochs", str(args.epochs),
-                              "--step-ms", str(args.step_ms)], env=env)
-        if rc:
-            return rc
+                              "--step-ms", str(args.step_ms)], env=env,
+                             stdout=subprocess.PIPE, universal_newlines=True)
+        sys.stdout.write(run.stdout)
+        if run.returncode:
+            return run.returncode
+        runs.setdefault(setting, []).append(parse_epochs(run.stdout))
+    summarize(runs)
     return 0
+
+
+def parse_epochs(text):
+    """(zero-copy %, loader time) of each epoch line one_run printed."""
+    epochs = []
+    for line in text.splitlines():
+        words = line.split()
+        if words[:1] == ["epoch"]:
+            epochs.append((float(words[4].rstrip("%")), float(words[-2])))
+    return epochs
+
+
+def mean_and_error(values):
+    """The mean and its standard error (0 for a single value)."""
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, 0.0
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, (var / n) ** 0.5
+
+
+def summarize(runs):
+    """Per setting and epoch, over its runs: loader time and zero-copy share."""
+    print("== summary: mean +- standard error over each setting's runs")
+    for setting, per_run in runs.items():
+        for epoch in range(min(len(r) for r in per_run)):
+            share = mean_and_error([r[epoch][0] for r in per_run])
+            wait = mean_and_error([r[epoch][1] for r in per_run])
+            print("  %-24s epoch %d (%d runs): loader time %.3f +- %.3f s, "
+                  "%.1f +- %.1f%% zero-copy" % (setting, epoch + 1, len(per_run),
+                                               wait[0], wait[1], share[0], share[1]))
 
 
 if __name__ == "__main__":
