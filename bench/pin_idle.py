@@ -16,6 +16,7 @@ context); --step-ms 0 reads flat out. Needs ferry on PYTHONPATH.
 """
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -84,12 +85,9 @@ def parse_epochs(text):
 
 def mean_and_error(values):
     """The mean and its standard error (0 for a single value)."""
-    n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return mean, 0.0
-    var = sum((v - mean) ** 2 for v in values) / (n - 1)
-    return mean, (var / n) ** 0.5
+    if len(values) < 2:
+        return values[0], 0.0
+    return statistics.fmean(values), statistics.stdev(values) / len(values) ** 0.5
 
 
 def summarize(runs):
