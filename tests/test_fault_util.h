@@ -232,9 +232,15 @@ static inline void sweep_all(const char *name, workload_fn run, void *arg, unsig
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!t_alloc_wrapped() || !t_io_syscalls_wrapped())
 		T_FAIL("not linked with the fault wraps (see the Makefile's test_fault_ rule)");
+	/* Each run opens and closes a device of its own; this one, open all
+	 * sweep long, holds a reference to CUDA's primary context, which the
+	 * driver resets when its last reference goes (and sets up again at the
+	 * next run's open): hundreds of times a sweep without it. */
+	struct ferry__device *held = t_open_device();
 	printf("%s:\n", name);
 	for (size_t i = 0; i < FERRY__ARRAY_LEN(fault_classes); i++)
 		sweep_class(&fault_classes[i], run, arg, max_n, &tot);
+	held->ops->close(held);
 	printf("%s: %lu runs, %lu faults fired, %lu failed the workload\n", name, tot.runs,
 	       tot.fired, tot.failed);
 }
