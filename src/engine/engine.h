@@ -126,6 +126,11 @@ int ferry__staging_queue(struct ferry__staging *stg, struct ferry__buf *buf,
  * for the batch, it is issued anyway and the copy stream waited for. Returns 0
  * or the launch's error (which its copies' tickets carry too). */
 int ferry__staging_commit(struct ferry__staging *stg, struct ferry__event *fence);
+/* Launches the pending batch now, even while launches are held: for work the
+ * caller then queues on the copy stream that reads what those copies write (a
+ * conversion), which the stream runs in order. Returns 0 or the launch's
+ * error (which its copies' tickets carry too). */
+int ferry__staging_flush(struct ferry__staging *stg);
 /* Launches the pending batch when it holds copies of t (a ticket no thread
  * queues on any more), so that they are in flight before anyone waits for
  * them. Returns 0 or the launch's error (which t carries too). */

@@ -738,6 +738,14 @@ int ferry__staging_commit(struct ferry__staging *stg, struct ferry__event *fence
 	return rc;
 }
 
+int ferry__staging_flush(struct ferry__staging *stg)
+{
+	pthread_mutex_lock(&stg->lock);
+	int rc = stg->fatal ? stg->fatal : launch_pending(stg);
+	pthread_mutex_unlock(&stg->lock);
+	return rc;
+}
+
 int ferry__staging_launch_for(struct ferry__staging *stg, const struct ferry__ticket *t)
 {
 	/* Launched already (the usual case at small batches, where another batch's

@@ -192,7 +192,10 @@ static int queue_converted(const struct ferry__loader *ld, struct ferry__file *f
 	if (rc < 0)
 		return rc; /* and its copies are done */
 	struct ferry__stream *s = ferry__staging_stream(t->stg);
-	rc = dev->ops->convert_async(dev, s, dst, raw, &c);
+	/* The copies go on the stream ahead of the conversion that reads them,
+	 * even where the registrar holds launches (a hold leaves them pending). */
+	if ((rc = ferry__staging_flush(t->stg)) == 0)
+		rc = dev->ops->convert_async(dev, s, dst, raw, &c);
 	if (rc == 0 && (rc = ferry__staging_cover(t->stg, t)) < 0)
 		dev->ops->stream_sync(dev, s); /* no ticket covers the conversion: let it finish */
 	return rc < 0 ? fail_prefixed(rc, f->path, "converting on the device") : 0;
