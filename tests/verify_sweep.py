@@ -1,17 +1,16 @@
 """A randomized sweep of `ferry read --verify` over settings ferry accepts.
 
 Not part of `make test` (minutes, and timing-dependent; test_reader_settings_sweep
-is the fixed sweep there, over files too small for the zero-copy path): run
-it by hand after a
-change to the engine, the loaders or the zero-copy path, on any build (a
-sanitizer build's ferry too). Each trial draws FERRY_* settings from their
-accepted ranges, a dataset (mixed dtypes, byte orders and layouts; big-endian
-and Fortran-order 5 MiB files, which the device converts; small, large, rows)
-and a way to read it (files one by one, or the reader with random batch,
-epochs, shuffling, rows, regions, prefetch), and fails on anything but exit 0
-with every byte verified. A first version of it found, on 2026-12-08, converted files verified
-wrong while the zero-copy registrar held the lanes' launches (the fix and its
-deterministic test: tests/test_convert_held.c).
+is the fixed sweep there, over files too small for the zero-copy path): run it
+by hand after a change to the engine, the loaders or the zero-copy path, on any
+build (a sanitizer build's ferry too). Each trial draws FERRY_* settings from
+their accepted ranges, a dataset (mixed dtypes, byte orders and layouts;
+big-endian and Fortran-order 5 MiB files, which the device converts; small,
+large, rows) and a way to read it (files one by one, or the reader with random
+batch, epochs, shuffling, rows, regions, prefetch), and fails on anything but
+exit 0 with every byte verified. A first version of it found, on 2026-12-08,
+converted files verified wrong while the zero-copy registrar held the lanes'
+launches (the fix and its deterministic test: tests/test_convert_held.c).
 
 Usage: /usr/bin/python3 tests/verify_sweep.py [--ferry build/ferry]
            [--trials 200] [--seed 1] [--device host] [--dir DIR]
