@@ -16,7 +16,7 @@ TESTS="test_reader_stacked test_reader_packing test_reader_rows test_reader_big_
 	sh tests/run.sh > "$O/part-a.log" 2>&1 &
 TESTS="test_change_rename test_change_in_place test_change_header_cache test_load_async test_load_npy
  test_staging_race_seed test_staging_units test_staging_stress test_lanes test_trace test_device_events
- test_io_backends test_open_special test_reader_economy" \
+ test_io_backends test_open_special test_reader_economy test_convert_held" \
 	sh tests/run.sh > "$O/part-b.log" 2>&1 &
 TESTS="test_python_gpu test_python_reader test_python_load test_python_batch test_numpy_crosscheck
  test_load_sweep" sh tests/run.sh > "$O/part-c.log" 2>&1

@@ -16,7 +16,7 @@ done_already=" test_reader_stacked test_reader_packing test_reader_rows test_rea
  test_reader_data test_reader_roi test_reader_threads test_reader_epochs test_reader_resume
  test_reader_changes test_change_rename test_change_in_place test_change_header_cache
  test_load_async test_load_npy test_staging_race_seed test_staging_units test_staging_stress
- test_lanes test_trace test_device_events test_io_backends test_open_special test_reader_economy
+ test_lanes test_trace test_device_events test_io_backends test_open_special test_reader_economy test_convert_held
  test_python_gpu test_python_reader test_python_load test_python_batch test_numpy_crosscheck test_load_sweep
  test_fault_reader test_fault_load test_fault_engine "
 all=$(sh tests/run.sh --names)
