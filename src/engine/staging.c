@@ -665,10 +665,7 @@ int ferry__staging_hold_launches(struct ferry__staging *stg, int hold)
 	if (hold)
 		return 0;
 	/* A caller that saw the hold left its batch pending before this lock. */
-	pthread_mutex_lock(&stg->lock);
-	int rc = stg->fatal ? stg->fatal : launch_pending(stg);
-	pthread_mutex_unlock(&stg->lock);
-	return rc;
+	return ferry__staging_flush(stg);
 }
 
 /* Adds buf and its copies to the pending batch (created if needed). */
