@@ -174,7 +174,7 @@ int ferry__staging_settled(struct ferry__staging *stg, const struct ferry__ticke
  * every launch up: a registration of host memory holds CUDA's lock, while
  * the copies queued before it run on (docs/zero-copy-measurements.md). A launch
  * that someone waits on still happens (a wait, a lease with no buffer left,
- * cover, a commit with a fence). Ending the hold launches what is pending.
+ * cover, a commit with a fence, flush). Ending the hold launches what is pending.
  * Returns 0 or the launch's error (which also reaches the copies' tickets).
  */
 int ferry__staging_hold_launches(struct ferry__staging *stg, int hold);
